@@ -38,7 +38,7 @@ from typing import Any
 
 import pytest
 
-from hermes_sandbox import Sandbox, SandboxClosedError
+from hermes_sandbox import Sandbox, SandboxClosedError, SandboxPool
 
 PROVIDER_DIR = Path(__file__).parent / "providers"
 
@@ -507,6 +507,76 @@ async def test_close_kills_everything_and_removes_the_workdir(
     assert await gone(name) == []
     if "host_paths" in provider.caps:
         assert not await asyncio.to_thread(os.path.exists, sandbox.workdir)
+
+
+async def _pool_with_sleepers(factory: Factory, name: str, count: int = 3) -> SandboxPool:
+    """A pool of ``count`` started sandboxes, each with a background process ``name``."""
+    pool = SandboxPool(factory=lambda task_id: factory(task_id=task_id))
+    boxes = await asyncio.gather(*(pool.get(f"task-{i}") for i in range(count)))
+    await asyncio.gather(*(box.exec(f"{sleeper(name)} &") for box in boxes))
+    await appeared(name, count, within=10)
+    return pool
+
+
+def _nothing_left(provider: Provider, workdirs: list[str], name: str) -> list[str]:
+    """What a torn-down pool left: processes, host workdirs, the provider's leftovers."""
+    left = [f"process {pid}" for pid in host_processes(name)]
+    if "host_paths" in provider.caps:
+        left += [path for path in workdirs if os.path.exists(path)]
+    if provider.leaked is not None:
+        left += provider.leaked()
+    return left
+
+
+async def test_cancelling_a_run_closes_its_pool(provider: Provider, factory: Factory) -> None:
+    # What Ctrl-C under asyncio.run does: cancel the main task while commands run.
+    name = token()
+    running = asyncio.Event()
+    workdirs: list[str] = []
+
+    async def run() -> None:
+        pool = await _pool_with_sleepers(factory, name)
+        async with pool:
+            boxes = [await pool.get(task_id) for task_id in pool.task_ids]
+            workdirs.extend(box.workdir for box in boxes)
+            foreground = [asyncio.ensure_future(b.exec(sleeper(name), timeout=600)) for b in boxes]
+            await appeared(name, 2 * len(boxes), within=10)
+            running.set()
+            await asyncio.gather(*foreground)
+
+    task = asyncio.ensure_future(run())
+    await asyncio.wait_for(running.wait(), 60)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await gone(name) == []
+    assert await asyncio.to_thread(_nothing_left, provider, workdirs, name) == []
+
+
+def _abandon_pool(factory: Factory, name: str) -> tuple[SandboxPool, list[str]]:
+    """On a private event loop (as a program that ends without closing its pool): a
+    pool with running sandboxes, the loop then closed."""
+
+    async def make() -> tuple[SandboxPool, list[str]]:
+        pool = await _pool_with_sleepers(factory, name)
+        return pool, [(await pool.get(task_id)).workdir for task_id in pool.task_ids]
+
+    return asyncio.run(make())
+
+
+async def test_a_pool_left_open_is_torn_down_without_an_event_loop(
+    provider: Provider, factory: Factory
+) -> None:
+    # What the interpreter-exit hook does for a pool nobody closed: ``close_now()`` after
+    # the pool's event loop has ended.
+    name = token()
+    pool, workdirs = await asyncio.to_thread(_abandon_pool, factory, name)
+    assert len(host_processes(name)) >= 3
+    await asyncio.to_thread(pool.close_now)
+    assert await gone(name) == []
+    assert await asyncio.to_thread(_nothing_left, provider, workdirs, name) == []
+    with pytest.raises(RuntimeError, match="closed"):
+        await pool.get("task-0")
 
 
 async def test_lifetime_expiry_closes_the_sandbox(factory: Factory) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import logging
 import posixpath
 import tarfile
 import time
@@ -17,8 +18,11 @@ from hermes_sandbox.errors import SandboxClosedError, SandboxError
 from hermes_sandbox.options import SandboxOptions
 from hermes_sandbox.result import ExecResult
 from hermes_sandbox.shell import STATE_DIR_PREFIX, wrap_command
+from hermes_sandbox.teardown import finish, run_detached
 
 __all__ = ["Sandbox"]
+
+_log = logging.getLogger(__name__)
 
 
 class Sandbox(ABC):
@@ -32,12 +36,19 @@ class Sandbox(ABC):
     ``exec`` calls. Output is stdout and stderr interleaved, bounded by
     ``options.max_output_chars``. At ``timeout`` the command's whole process tree is killed.
 
+    When no event loop can run any more (interpreter exit, after a second Ctrl-C),
+    ``close_now()`` tears the sandbox down synchronously; ``SandboxPool`` calls it at
+    exit for every sandbox that was not closed.
+
     Backends implement ``_start``, ``_close``, ``_run``, ``_write_bytes`` and
     ``_read_bytes``; directory transfers go through tar archives by default and a backend
-    may override ``_put_archive``/``_get_archive`` with something faster.
+    may override ``_put_archive``/``_get_archive`` with something faster, and
+    ``_close_now`` with a teardown that needs no event loop.
     """
 
     backend: ClassVar[str] = ""
+    #: Seconds ``close_now()`` allows the default (event-loop based) teardown.
+    CLOSE_NOW_TIMEOUT: ClassVar[float] = 60.0
 
     def __init__(self, options: SandboxOptions, *, task_id: str | None = None) -> None:
         self.options = options
@@ -46,6 +57,7 @@ class Sandbox(ABC):
         self._state_dir = f"{STATE_DIR_PREFIX}{self.task_id}-{uuid.uuid4().hex[:6]}"
         self._started_at: float | None = None
         self._closed = False
+        self._torn_down = False
         self._start_lock = asyncio.Lock()
 
     # lifecycle ----------------------------------------------------------------------
@@ -65,6 +77,10 @@ class Sandbox(ABC):
                 raise SandboxClosedError(f"sandbox {self.task_id} is closed")
             if self._started_at is None:
                 await self._start()
+                if self._closed:  # close() was called while this start was under way
+                    await finish(self._close())
+                    self._torn_down = True
+                    raise SandboxClosedError(f"sandbox {self.task_id} was closed while starting")
                 self._started_at = time.monotonic()
         return self
 
@@ -76,6 +92,26 @@ class Sandbox(ABC):
         self._closed = True
         if self._started_at is not None:
             await self._close()
+        self._torn_down = True
+
+    def close_now(self) -> None:
+        """Tear the sandbox down without an event loop: blocking, best effort, never
+        raises. For ``atexit`` hooks and other places where ``await close()`` cannot run;
+        it also finishes a ``close()`` that was interrupted. Does nothing after a
+        completed ``close()``.
+        """
+        if self._torn_down:
+            return
+        self._closed = True
+        self._torn_down = True
+        if self._started_at is None:
+            return
+        try:
+            self._close_now()
+        except Exception as exc:  # last resort: report, never raise
+            _log.warning(
+                "%s: emergency teardown of sandbox %s failed: %s", self.backend, self.task_id, exc
+            )
 
     async def __aenter__(self) -> Self:
         return await self.start()
@@ -86,7 +122,7 @@ class Sandbox(ABC):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await asyncio.shield(self.close())
+        await finish(self.close())
 
     @property
     def started(self) -> bool:
@@ -223,6 +259,12 @@ class Sandbox(ABC):
     @abstractmethod
     async def _write_bytes(self, path: str, data: bytes) -> None:
         """Write an absolute path, creating parent directories."""
+
+    def _close_now(self) -> None:
+        """Blocking teardown (see ``close_now``). The default runs ``_close()`` on a
+        fresh event loop; backends whose resources are bound to the original loop (or
+        that can do it without one) override this."""
+        run_detached(self._close(), timeout=self.CLOSE_NOW_TIMEOUT)
 
     async def _put_archive(self, remote_dir: str, archive: bytes) -> None:
         """Extract a tar archive into ``remote_dir`` (default: copy it in and untar)."""

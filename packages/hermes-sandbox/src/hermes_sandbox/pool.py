@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
 from hermes_sandbox.base import Sandbox
 from hermes_sandbox.registry import create_sandbox
+from hermes_sandbox.teardown import finish, start_or_run
 
 __all__ = ["SandboxPool"]
 
@@ -17,6 +20,13 @@ class SandboxPool:
 
     The rollout and the reward code of a task reach the same sandbox through
     ``await pool.get(task_id)``. Nothing is module-global: make one pool per run.
+
+    Nothing is left behind however the run ends: ``async with SandboxPool(...)`` closes
+    every sandbox on the way out, also when the run is cancelled (Ctrl-C under
+    ``asyncio.run``), and sandboxes that are still open when the interpreter exits (or
+    when the pool is garbage-collected unclosed) are torn down with
+    ``Sandbox.close_now()``. Only a ``kill -9`` skips that; docker containers then remove
+    themselves when their lifetime ends.
 
     Args:
         backend: backend name for new sandboxes.
@@ -38,6 +48,10 @@ class SandboxPool:
         self._sandboxes: dict[str, Sandbox] = {}
         self._creating: dict[str, asyncio.Task[Sandbox]] = {}
         self._closed = False
+        # Every sandbox made and not yet closed, starting ones included: what the exit
+        # hook tears down. The finalizer holds the set, never the pool.
+        self._owned: set[Sandbox] = set()
+        self._exit_hook = weakref.finalize(self, _close_now_all, self._owned)
 
     def __len__(self) -> int:
         return len(self._sandboxes)
@@ -71,21 +85,26 @@ class SandboxPool:
 
     async def _create(self, task_id: str) -> Sandbox:
         sandbox = self._factory(task_id)
+        self._owned.add(sandbox)
         try:
             await sandbox.start()
         except BaseException:
-            await sandbox.close()
+            await self._close(sandbox)
             raise
         finally:
             self._creating.pop(task_id, None)
         self._sandboxes[task_id] = sandbox
         return sandbox
 
+    async def _close(self, sandbox: Sandbox) -> None:
+        await sandbox.close()
+        self._owned.discard(sandbox)
+
     async def release(self, task_id: str) -> None:
         """Close and forget the sandbox of ``task_id`` (no error if it has none)."""
         sandbox = self._sandboxes.pop(task_id, None)
         if sandbox is not None:
-            await sandbox.close()
+            await self._close(sandbox)
 
     async def close_all(self) -> None:
         """Close every sandbox, including ones still starting; the pool is unusable after."""
@@ -95,10 +114,31 @@ class SandboxPool:
         await asyncio.gather(*self._creating.values(), return_exceptions=True)
         sandboxes = list(self._sandboxes.values())
         self._sandboxes.clear()
-        await asyncio.gather(*(s.close() for s in sandboxes), return_exceptions=True)
+        await asyncio.gather(*(self._close(s) for s in sandboxes), return_exceptions=True)
+
+    def close_now(self) -> None:
+        """Tear down every sandbox still open, blocking, without an event loop (see
+        ``Sandbox.close_now``); the pool is unusable after. Runs by itself at
+        interpreter exit; call it where ``await close_all()`` cannot run."""
+        self._closed = True
+        self._sandboxes.clear()
+        self._exit_hook()
 
     async def __aenter__(self) -> SandboxPool:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        await asyncio.shield(self.close_all())
+        await finish(self.close_all())
+
+
+def _close_now_all(sandboxes: set[Sandbox]) -> None:
+    """``close_now()`` every sandbox in ``sandboxes``, each in its own thread (a docker
+    removal or a remote cleanup takes a while; 64 in a row would take minutes), or one
+    after the other at interpreter exit, where no thread can start."""
+    left = list(sandboxes)
+    sandboxes.clear()
+    threads = [start_or_run(s.close_now, name=f"hermes-close-{s.task_id}") for s in left]
+    deadline = time.monotonic() + Sandbox.CLOSE_NOW_TIMEOUT + 5
+    for thread in threads:
+        if thread is not None:
+            thread.join(max(deadline - time.monotonic(), 0.0))

@@ -359,6 +359,15 @@ class DockerDaemon:
                 return
             raise
 
+    def remove_container_now(self, container: str) -> None:
+        """Force-remove a container, blocking (for teardown without an event loop); logs
+        instead of raising."""
+        try:
+            self.api.remove_container(container, force=True)
+        except Exception as exc:
+            if "NotFound" not in type(exc).__name__ and "in progress" not in str(exc):
+                log.warning("docker: could not remove container %s: %s", container[:12], exc)
+
     async def _wait_gone(self, container: str) -> None:
         docker = _sdk()
         for _ in range(100):
@@ -829,6 +838,14 @@ class DockerSandbox(Sandbox):
         self._background.add(work)
         work.add_done_callback(self._background.discard)
         await asyncio.shield(work)
+
+    def _close_now(self) -> None:
+        container, self._container = self._container, None
+        daemon, self._daemon = self._daemon, None
+        if daemon is not None:
+            if container is not None:
+                daemon.remove_container_now(container)
+            daemon.close()
 
     def _require(self) -> tuple[DockerDaemon, str]:
         if self._daemon is None or self._container is None:

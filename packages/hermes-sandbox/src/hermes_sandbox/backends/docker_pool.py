@@ -10,7 +10,8 @@ network, runtime, lifetime, labels) equals the pool's; otherwise, or when the po
 empty, it starts its own. Each taken container is replaced in the background. A container
 idle longer than ``max_idle`` is replaced (its keeper removes it soon after anyway, should
 this process die). ``close()`` removes every idle container; taken ones belong to their
-sandboxes.
+sandboxes. Idle containers still there when the interpreter exits (the pool was never
+closed) are removed then, by ``close_now()``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import contextlib
 import logging
 import time
 import uuid
+import weakref
 from collections import deque
 from types import TracebackType
 from typing import Any, Self
@@ -34,6 +36,7 @@ from hermes_sandbox.backends.docker import (
     DockerDaemon,
 )
 from hermes_sandbox.options import SandboxOptions
+from hermes_sandbox.teardown import finish
 
 __all__ = ["DockerWarmPool"]
 
@@ -73,6 +76,7 @@ class DockerWarmPool:
         self._started = False
         self._closed = False
         self.last_error: BaseException | None = None
+        self._exit_hook = weakref.finalize(self, _remove_now, self._idle, self._base_url)
 
     def __len__(self) -> int:
         """Containers ready now."""
@@ -209,6 +213,13 @@ class DockerWarmPool:
         if self._daemon is not None:
             with contextlib.suppress(Exception):
                 self._daemon.close()
+        self._exit_hook.detach()
+
+    def close_now(self) -> None:
+        """Remove the ready containers without an event loop (blocking, best effort);
+        runs by itself at interpreter exit for a pool that was not closed."""
+        self._closed = True
+        self._exit_hook()
 
     async def __aenter__(self) -> Self:
         return await self.start()
@@ -219,4 +230,21 @@ class DockerWarmPool:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await asyncio.shield(self.close())
+        await finish(self.close())
+
+
+def _remove_now(idle: deque[tuple[str, float]], base_url: str | None) -> None:
+    containers = [container for container, _ in idle]
+    idle.clear()
+    if not containers:
+        return
+    try:
+        daemon = DockerDaemon.open(base_url)
+    except Exception as exc:
+        log.warning("docker warm pool: cannot reach the daemon to remove %s: %s", containers, exc)
+        return
+    try:
+        for container in containers:
+            daemon.remove_container_now(container)
+    finally:
+        daemon.close()

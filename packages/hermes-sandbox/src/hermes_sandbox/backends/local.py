@@ -237,18 +237,20 @@ class LocalSandbox(Sandbox):
             ) from exc
 
     async def _close(self) -> None:
+        # In a thread (the sweep reads /proc), shielded: if this close is cancelled, the
+        # kills and the removal still complete.
+        await asyncio.shield(asyncio.to_thread(self._close_now))
+
+    def _close_now(self) -> None:
         live = list(self._live.values())
         for command in live:
             command.kill_group()
         needle = None if self._runs == 0 else _needle(f"{self._mark}.")
-        paths = [self._state_dir, self._root]
-        try:
-            # Shielded: if this close is cancelled, the sweep and removal still complete.
-            await asyncio.shield(asyncio.to_thread(_sweep_and_remove, needle, paths))
-        finally:
-            for command in live:
+        _sweep_and_remove(needle, [self._state_dir, self._root])
+        for command in live:
+            with contextlib.suppress(Exception):  # its loop may be gone: the fds go at exit
                 command.close()
-            self._live.clear()
+        self._live.clear()
 
     # commands -----------------------------------------------------------------------
     async def exec(self, command: str, *, timeout: float | None = None) -> ExecResult:

@@ -65,6 +65,7 @@ from hermes_sandbox.errors import (
 from hermes_sandbox.options import SandboxOptions
 from hermes_sandbox.output import OutputCollector
 from hermes_sandbox.result import ExecResult
+from hermes_sandbox.teardown import run_detached
 
 try:
     import asyncssh
@@ -306,6 +307,22 @@ class SSHSandbox(Sandbox):
             _log.warning("ssh: cleanup of %s on %s failed: %s", self.root_dir, self.target, exc)
         finally:
             await self._disconnect()
+
+    def _close_now(self) -> None:
+        # The connection belongs to the event loop that made it, which may be gone: drop
+        # it (the OS closes it at exit) and clean up over a fresh one, on a fresh loop.
+        self._sftp = None
+        self._conn = None
+        if self._shared is not None:
+            _log.warning(
+                "ssh: sandbox %s on %s was not closed and runs on a connection this process "
+                "does not own; %s is left behind",
+                self.task_id,
+                self.target,
+                self.root_dir,
+            )
+            return
+        run_detached(self._close(), timeout=self.CLOSE_NOW_TIMEOUT)
 
     async def _cleanup_remote(self) -> None:
         if self._conn is None or self._conn.is_closed():

@@ -1,0 +1,127 @@
+"""A program that is interrupted, or ends without closing its pool, leaves nothing behind.
+
+Each test runs a real child Python process holding a ``SandboxPool`` with three sandboxes,
+each running a background process and (for Ctrl-C) a foreground command, then either
+sends it SIGINT (what Ctrl-C does) or lets it reach the end of its program without closing
+anything. Afterwards no process, workdir or container of the child may remain.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+from typing import Any
+
+import pytest
+
+from tests.sandbox.test_conformance import host_processes
+
+CHILD = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    from hermes_sandbox import SandboxPool
+
+    backend, mode, name = sys.argv[1], sys.argv[2], sys.argv[3]
+    options = json.loads(sys.argv[4])
+    sleeper = f"(exec -a {name} sleep 300)"
+
+    async def setup(pool):
+        boxes = [await pool.get(f"task-{i}") for i in range(3)]
+        for box in boxes:
+            await box.exec(sleeper + " &")
+        print(json.dumps([box.workdir for box in boxes]), flush=True)
+        return boxes
+
+    async def interrupted():
+        async with SandboxPool(backend, **options) as pool:
+            boxes = await setup(pool)
+            await asyncio.gather(*(box.exec(sleeper, timeout=600) for box in boxes))
+
+    if mode == "interrupt":
+        asyncio.run(interrupted())
+    else:  # "exit": the program ends with the pool and its sandboxes still open
+        loop = asyncio.new_event_loop()
+        pool = SandboxPool(backend, **options)
+        loop.run_until_complete(setup(pool))
+        print("leaving", flush=True)
+    """
+)
+
+
+def _run_child(backend: str, mode: str, options: dict[str, Any]) -> tuple[str, list[str], str]:
+    """Run the child; for ``interrupt`` send SIGINT once its commands run. Returns the
+    process name its commands carry, their workdirs, and the child's stderr."""
+    name = f"hermes-exit-{uuid.uuid4().hex[:10]}"
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, backend, mode, name, json.dumps(options)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        first = child.stdout.readline()
+        if not first:
+            pytest.fail(f"the child failed before its sandboxes ran: {child.communicate()[1]}")
+        workdirs = json.loads(first)
+        if mode == "interrupt":
+            deadline = time.monotonic() + 30
+            while len(host_processes(name)) < 6 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert len(host_processes(name)) >= 6, "the foreground commands did not start"
+            child.send_signal(signal.SIGINT)
+        _, stderr = child.communicate(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    if mode == "interrupt":
+        assert child.returncode != 0, stderr
+        assert "KeyboardInterrupt" in stderr, stderr
+    else:
+        assert child.returncode == 0, stderr
+    return name, workdirs, stderr
+
+
+def _left_processes(name: str, within: float = 10.0) -> list[int]:
+    deadline = time.monotonic() + within
+    while host_processes(name) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return host_processes(name)
+
+
+@pytest.mark.parametrize("mode", ["interrupt", "exit"])
+def test_local_sandboxes_are_gone_after_ctrl_c_or_exit(mode: str) -> None:
+    name, workdirs, stderr = _run_child("local", mode, {})
+    assert _left_processes(name) == []
+    assert [path for path in workdirs if os.path.exists(path)] == []
+    assert "emergency teardown" not in stderr
+
+
+@pytest.mark.parametrize("mode", ["interrupt", "exit"])
+def test_docker_containers_are_gone_after_ctrl_c_or_exit(mode: str) -> None:
+    from tests.sandbox.providers.docker import docker_setup
+
+    setup = docker_setup()
+    if setup.reason or setup.image_problem:
+        pytest.skip(f"docker unavailable here: {setup.reason or setup.image_problem}")
+    from hermes_sandbox.backends.docker import LABEL, DockerDaemon
+
+    mark = f"exit-{uuid.uuid4().hex[:8]}"
+    options = {"image": setup.image, "labels": {"hermes-test.exit": mark}}
+    name, _, stderr = _run_child("docker", mode, options)
+    assert _left_processes(name) == []
+    daemon = DockerDaemon.open()
+    try:
+        found = daemon.api.containers(
+            all=True, filters={"label": [f"{LABEL}=1", f"hermes-test.exit={mark}"]}
+        )
+    finally:
+        daemon.close()
+    assert found == [], stderr
