@@ -137,6 +137,21 @@ def test_output_with_bad_bytes_is_replaced() -> None:
     assert collector.text() == "ok\ufffd\ufffd"
 
 
+def test_output_dropped_upstream_is_reported_as_truncated() -> None:
+    collector = OutputCollector(10)
+    collector.feed(b"01234")
+    collector.skip(0)
+    assert not collector.truncated
+    collector.skip(1234)
+    collector.feed(b"56789")
+    assert collector.truncated
+    assert collector.text() == "01234\n\n[... 1234 bytes truncated ...]\n\n56789"
+    collector.feed(b"ab")  # the collector's own drops add to the count
+    assert collector.text() == "01234\n\n[... 1236 bytes truncated ...]\n\n789ab"
+    with pytest.raises(ValueError, match="negative"):
+        collector.skip(-1)
+
+
 # the shell wrappers -------------------------------------------------------------------
 Wrapper = Callable[..., str]
 WRAPPERS = {"core": wrap_command, "local-lean": wrap_command_lean}

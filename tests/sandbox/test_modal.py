@@ -1,28 +1,20 @@
 """The ``modal`` backend, offline against ``FakeModal`` at the SDK boundary, and live
-against Modal when ``MODAL_TOKEN_ID`` and ``MODAL_TOKEN_SECRET`` are set."""
+against Modal when ``MODAL_TOKEN_ID`` and ``MODAL_TOKEN_SECRET`` are set. What it shares
+with the ``daytona`` backend is checked on both in ``test_remote.py``."""
 
 from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
-import sys
-import time
 import tracemalloc
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 pytest.importorskip("modal", reason="the Modal SDK is not installed (hermes-sandbox[modal])")
 
-from hermes_sandbox import (
-    Sandbox,
-    SandboxClosedError,
-    SandboxStartError,
-    create_sandbox,
-)
+from hermes_sandbox import SandboxClosedError, create_sandbox
 from tests.sandbox.fakes.modal_fake import (
     REAL_MODAL,
     Call,
@@ -31,34 +23,24 @@ from tests.sandbox.fakes.modal_fake import (
     FakeModal,
     check_call,
 )
-
-MakeSandbox = Callable[..., Sandbox]
+from tests.sandbox.fakes.remote_support import (
+    MODAL,
+    MakeSandbox,
+    checked_fake,
+    exercise_every_call,
+    live_checks,
+)
 
 
 @pytest.fixture
 async def fake(tmp_path: Path) -> AsyncIterator[FakeModal]:
-    sdk = FakeModal(tmp_path / "fake")
-    yield sdk
-    leaked = sdk.leaked_processes()
-    await sdk.aclose()
-    assert not leaked, f"processes outlived their sandboxes: {leaked}"
+    async with checked_fake(FakeModal(tmp_path / "fake")) as sdk:
+        yield sdk
 
 
 @pytest.fixture
 def make(fake: FakeModal, tmp_path: Path) -> MakeSandbox:
-    def factory(**options: Any) -> Sandbox:
-        return create_sandbox(
-            "modal", **{"sdk": fake, "workdir": str(tmp_path / "work"), **options}
-        )
-
-    return factory
-
-
-async def wait_for(predicate: Callable[[], bool], seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.05)
+    return MODAL.factory(fake, tmp_path / "work")
 
 
 # --- commands ------------------------------------------------------------------------------
@@ -78,24 +60,6 @@ async def test_cwd_and_exports_persist(make: MakeSandbox, tmp_path: Path) -> Non
         await sb.exec("mkdir -p sub && cd sub && export COLOR=blue")
         result = await sb.exec('pwd; echo "$COLOR $GREETING"')
     assert result.output == f"{tmp_path / 'work' / 'sub'}\nblue hi\n"
-
-
-async def test_timeout_kills_the_whole_tree(make: MakeSandbox, fake: FakeModal) -> None:
-    async with make() as sb:
-        started = time.monotonic()
-        result = await sb.exec(
-            "echo before; sleep 300 & sleep 301 & (sleep 302; echo x) & wait", timeout=1
-        )
-        elapsed = time.monotonic() - started
-        machine = fake.sandboxes[0].machine
-        await wait_for(lambda: not any("sleep 30" in c for c in machine.commands()), 5)
-        after = await sb.exec("echo still usable")
-    assert result.timed_out
-    assert result.exit_code == 124
-    assert result.output == "before\n"
-    assert elapsed < 10
-    assert after.output == "still usable\n"
-    assert after.exit_code == 0
 
 
 async def test_output_is_bounded_inside_the_sandbox(make: MakeSandbox) -> None:
@@ -139,32 +103,6 @@ async def test_output_that_looks_like_the_runner_trailer(make: MakeSandbox) -> N
     assert result.output == "__hermes_end_0123__ 5 9 1\nx:cut"
     assert result.exit_code == 3
     assert not result.timed_out
-
-
-async def test_cancelled_exec_kills_its_command(make: MakeSandbox, fake: FakeModal) -> None:
-    async with make() as sb:
-        task = asyncio.create_task(sb.exec("sleep 313; echo done", timeout=600))
-
-        def sleeping() -> bool:
-            return bool(fake.sandboxes) and any(
-                "sleep 313" in c for c in fake.sandboxes[0].machine.commands()
-            )
-
-        await wait_for(sleeping)
-        machine = fake.sandboxes[0].machine
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        await wait_for(lambda: not any("sleep 313" in c for c in machine.commands()), 10)
-        assert (await sb.exec("echo ok")).output == "ok\n"
-
-
-async def test_host_secrets_stay_out(make: MakeSandbox, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HERMES_TEST_HOST_SECRET", "s3cr3t-value")
-    async with make(env={"ASKED_FOR": "yes"}) as sb:
-        result = await sb.exec("env")
-    assert "s3cr3t-value" not in result.output
-    assert "ASKED_FOR=yes" in result.output
 
 
 async def test_concurrent_execs_in_one_sandbox(make: MakeSandbox) -> None:
@@ -252,61 +190,6 @@ async def test_create_arguments(make: MakeSandbox, fake: FakeModal) -> None:
     assert "image" not in fake.sandboxes[1].create_kwargs
 
 
-async def test_close_leaves_nothing_and_is_idempotent(make: MakeSandbox, fake: FakeModal) -> None:
-    sb = make()
-    await sb.start()
-    await sb.exec("setsid sleep 317 >/dev/null 2>&1 & sleep 318 >/dev/null 2>&1 &")
-    machine = fake.sandboxes[0].machine
-    assert machine.root.exists()
-    await sb.close()
-    await sb.close()
-    assert fake.sandboxes[0].terminated
-    assert not machine.root.exists()
-    assert not machine.processes()
-    with pytest.raises(SandboxClosedError):
-        await sb.exec("true")
-
-
-async def test_sandbox_that_died_reports_closed_and_closes(
-    make: MakeSandbox, fake: FakeModal
-) -> None:
-    sb = make()
-    await sb.start()
-    await fake.sandboxes[0].terminate.aio()
-    with pytest.raises(SandboxClosedError, match="is gone"):
-        await sb.exec("true")
-    with pytest.raises(SandboxClosedError):
-        await sb.read_file("x")
-    await sb.close()
-
-
-async def test_start_failure_destroys_the_sandbox(fake: FakeModal, tmp_path: Path) -> None:
-    (tmp_path / "file").write_text("not a directory")
-    sb = create_sandbox("modal", sdk=fake, workdir=str(tmp_path / "file" / "work"))
-    with pytest.raises(SandboxStartError, match="cannot run commands"):
-        await sb.start()
-    assert fake.sandboxes
-    assert all(s.terminated for s in fake.sandboxes)
-    await sb.close()
-
-
-async def test_cancelled_start_leaves_nothing(make: MakeSandbox, fake: FakeModal) -> None:
-    cancelled = 0
-    for delay in (0, 0.001, 0.005, 0.01, 0.02, 0.05):
-        sb = make()
-        task = asyncio.create_task(sb.start())
-        await asyncio.sleep(delay)
-        task.cancel()
-        try:
-            await task
-        except asyncio.CancelledError:
-            cancelled += 1
-        await sb.close()
-        assert not fake.live_sandboxes()
-        assert not fake.leaked_processes()
-    assert cancelled
-
-
 async def test_lifetime_closes_the_sandbox(make: MakeSandbox, fake: FakeModal) -> None:
     sb = make(terminal_lifetime=1)
     await sb.start()
@@ -323,62 +206,15 @@ def test_bad_options_are_rejected(fake: FakeModal) -> None:
         create_sandbox("modal", sdk=fake, pids_limit=64)
 
 
-def _run_python(code: str, home: Path) -> str:
-    env = {"PATH": os.defpath, "HOME": str(home)}
-    done = subprocess.run(
-        [sys.executable, "-c", code], env=env, cwd=home, capture_output=True, text=True, timeout=120
-    )
-    return done.stdout + done.stderr
-
-
-def test_missing_sdk_names_the_extra(tmp_path: Path) -> None:
-    out = _run_python(
-        "import sys\nsys.modules['modal'] = None\n"
-        "from hermes_sandbox import create_sandbox, BackendUnavailableError\n"
-        "try:\n    create_sandbox('modal')\n"
-        "except BackendUnavailableError as exc:\n    print('ERR', exc)\n",
-        tmp_path,
-    )
-    assert "ERR" in out
-    assert "pip install 'hermes-sandbox[modal]'" in out
-
-
-def test_missing_credentials_is_a_start_error(tmp_path: Path) -> None:
-    out = _run_python(
-        "import asyncio\nfrom hermes_sandbox import create_sandbox, SandboxStartError\n"
-        "async def main():\n"
-        "    sb = create_sandbox('modal')\n"
-        "    try:\n        await sb.start()\n"
-        "    except SandboxStartError as exc:\n        print('ERR', exc)\n"
-        "    await sb.close()\n"
-        "asyncio.run(main())\n",
-        tmp_path,
-    )
-    assert "ERR modal: not authenticated" in out
-    assert "MODAL_TOKEN_ID" in out
-
-
 # --- the fake is faithful to the real SDK ----------------------------------------------------
 
 
 async def test_every_sdk_call_exists_on_the_real_sdk(tmp_path: Path) -> None:
     sdk = FakeModal(tmp_path / "fake", read_limit=10)
     try:
-        sb = create_sandbox(
-            "modal", sdk=sdk, workdir=str(tmp_path / "w"), image="debian:12", env={"K": "v"}, cpus=1
+        await exercise_every_call(
+            MODAL.sandbox(sdk, tmp_path / "w", image="debian:12", env={"K": "v"}, cpus=1)
         )
-        async with sb:
-            await sb.exec("echo hi")
-            await sb.exec("sleep 5", timeout=0.5)
-            await sb.write_file("f", b"0123456789abcdef")
-            await sb.read_file("f")
-            with pytest.raises(FileNotFoundError):
-                await sb.read_file("nope")
-            task = asyncio.create_task(sb.exec("sleep 30"))
-            await asyncio.sleep(0.3)
-            task.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await task
     finally:
         await sdk.aclose()
     used = {(c.owner, c.name) for c in sdk.calls}
@@ -417,17 +253,6 @@ live = pytest.mark.skipif(
 
 
 @live
-async def test_live_modal_sandbox(tmp_path: Path) -> None:
+async def test_live_modal_sandbox() -> None:
     async with create_sandbox("modal", image="debian:12-slim", terminal_lifetime=600) as sb:
-        result = await sb.exec("cd /tmp && export X=1; echo hi; echo err >&2; exit 4")
-        assert (result.output, result.exit_code) == ("hi\nerr\n", 4)
-        assert (await sb.exec("pwd; echo $X")).output == "/tmp\n1\n"
-        slow = await sb.exec("sleep 100 & sleep 100", timeout=2)
-        assert slow.timed_out
-        assert slow.exit_code == 124
-        big = await sb.exec("head -c 50000000 /dev/zero", timeout=120)
-        assert big.truncated
-        assert len(big.output) < 101_000
-        await sb.write_file("/tmp/x/y.bin", bytes(range(256)))
-        assert await sb.read_file("/tmp/x/y.bin") == bytes(range(256))
-        assert os.environ["MODAL_TOKEN_SECRET"] not in (await sb.exec("env")).output
+        await live_checks(sb, "MODAL_TOKEN_SECRET")

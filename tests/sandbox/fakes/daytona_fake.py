@@ -81,8 +81,8 @@ class FakeAsyncDaytona:
         """Processes still running in any sandbox of this client."""
         return [pid for sb in self.sandboxes for pid in sb.machine.processes()]
 
-    async def delete_all(self) -> None:
-        """Delete every sandbox still there (test teardown)."""
+    async def aclose(self) -> None:
+        """Delete every sandbox still there (test teardown; not an SDK call)."""
         for sandbox in self.sandboxes:
             await sandbox.destroy()
 

@@ -169,7 +169,11 @@ class FakeModal:
 
 
 class FakeSandbox:
-    """A created sandbox: ``exec``, ``filesystem``, ``terminate``, ``object_id``."""
+    """A created sandbox: ``exec``, ``filesystem``, ``terminate``, ``object_id``.
+
+    For tests: ``sandbox_id`` (the ``object_id``, read without logging an SDK call) and
+    ``destroy()`` (the sandbox ends on Modal's side, not through the SDK).
+    """
 
     def __init__(self, fake: FakeModal, args: tuple[str, ...], kwargs: dict[str, Any]) -> None:
         self._fake = fake
@@ -178,7 +182,7 @@ class FakeSandbox:
         self.machine = LocalMachine(fake.base_dir, kwargs.get("env"))
         self.workdir: str | None = kwargs.get("workdir")
         self.terminated = False
-        self._id = f"sb-fake{uuid.uuid4().hex[:16]}"
+        self.sandbox_id = f"sb-fake{uuid.uuid4().hex[:16]}"
         self._filesystem = FakeFilesystem(fake, self)
         self._processes: list[FakeContainerProcess] = []
         self.exec = AioMethod(fake._recorder, "Sandbox", "exec", self._exec)
@@ -189,7 +193,7 @@ class FakeSandbox:
     @property
     def object_id(self) -> str:
         self._fake.record(Call("Sandbox", "object_id", "get"))
-        return self._id
+        return self.sandbox_id
 
     @property
     def filesystem(self) -> FakeFilesystem:
@@ -211,6 +215,10 @@ class FakeSandbox:
         for process in self._processes:
             process.cancel_deadline()
         await self.machine.destroy()
+
+    async def destroy(self) -> None:
+        """End the sandbox as Modal would on its own: kill everything, remove its files."""
+        await self._terminate()
 
     async def _terminate(self, *, wait: bool = False) -> int | None:
         if self._expiry is not None:

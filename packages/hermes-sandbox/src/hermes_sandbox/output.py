@@ -35,6 +35,21 @@ class OutputCollector:
             self._dropped += excess
             del self._tail[:excess]
 
+    def skip(self, n: int) -> None:
+        """Count ``n`` bytes that were dropped before reaching the collector, so that
+        ``text()`` reports them as truncated and ``truncated`` is true (if ``n > 0``).
+
+        The count joins the collector's own in the one marker between the kept head and
+        tail, so it marks the right place when the head was full before the gap (as when
+        the sender sent a full head, cut the middle, then sent the tail).
+
+        Raises:
+            ValueError: if ``n`` is negative.
+        """
+        if n < 0:
+            raise ValueError(f"cannot skip a negative number of bytes ({n})")
+        self._dropped += n
+
     @property
     def truncated(self) -> bool:
         """Whether any output was dropped."""

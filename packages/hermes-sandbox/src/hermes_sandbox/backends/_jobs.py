@@ -1,13 +1,22 @@
-"""What the ssh and singularity backends share: the job runner script and the kill scripts.
+"""What the ssh and singularity backends share: running a command as a job, and killing it.
 
 Both run each command through ``bash -c BOOT _ MARKER`` (a job with its own process
 group, tagged with ``MARKER_VARIABLE``) and kill leftovers with ``_KILL_GROUPS`` and
-``_SWEEP``; both read the job's ``hermes-pgid``/``hermes-exit`` reports.
+``_SWEEP``. While the job runs, ``JobControl`` reads its ``hermes-pgid``/``hermes-exit``
+reports from the runner's stderr and ``OutputPump`` feeds its output into an
+``OutputCollector``; both read any ``ByteReader`` (an ``asyncio.StreamReader`` for the
+singularity CLI, an asyncssh ``SSHReader`` for an ssh channel).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
+from collections.abc import Callable
+from typing import Protocol
+
+from hermes_sandbox.output import OutputCollector
 
 #: After the command's shell has exited, output is still read until it ends, or until
 #: none arrived for ``OUTPUT_IDLE`` seconds (a background job may hold the output open),
@@ -61,3 +70,95 @@ while [ "$n" -lt 50 ]; do
 done
 exit 0
 """
+
+
+class ByteReader(Protocol):
+    """A stream of bytes: ``asyncio.StreamReader``, or asyncssh's ``SSHReader`` (bytes)."""
+
+    async def read(self, n: int = -1, /) -> bytes:
+        """Up to ``n`` bytes; ``b""`` at the end of the stream."""
+        ...
+
+
+class JobControl:
+    """Reads the runner's stderr: the ``pgid:sid`` line, the exit line, diagnostics.
+
+    ``ready`` is set once the process group is known (or the stream ended); ``done`` once
+    the script's exit status arrived (or the stream ended without it). ``on_group`` is
+    called with ``(pgid, sid)`` as soon as the group is known.
+    """
+
+    def __init__(self, on_group: Callable[[tuple[int, int]], None]) -> None:
+        self.group: tuple[int, int] | None = None
+        self.exit_code: int | None = None
+        self.ready = asyncio.Event()
+        self.done = asyncio.Event()
+        self._buffer = bytearray()
+        self._on_group = on_group
+
+    async def consume(self, reader: ByteReader | None) -> None:
+        """Read ``reader`` (None: nothing to read) to its end.
+
+        A failing stream ends the reading as its end would: only cancellation escapes.
+        ``ready`` and ``done`` are set on return, however it returns.
+        """
+        try:
+            while reader is not None and (chunk := await reader.read(4096)):
+                self._buffer += chunk
+                if self.group is None and (match := _PGID_LINE.search(self._buffer)):
+                    self.group = (int(match[1]), int(match[2]))
+                    self._on_group(self.group)
+                    del self._buffer[: match.end()]
+                    self.ready.set()
+                if self.group is not None and (match := _EXIT_LINE.search(self._buffer)):
+                    self.exit_code = int(match[1])
+                    del self._buffer[: match.end()]
+                    self.done.set()
+                if len(self._buffer) > 8192:
+                    del self._buffer[: len(self._buffer) - 8192]
+        except Exception:  # the pipe or channel went away; nothing more to learn
+            pass
+        finally:
+            self.ready.set()
+            self.done.set()
+
+    def text(self) -> str:
+        """What the runner wrote besides its reports (its last 8 KiB), stripped."""
+        return bytes(self._buffer).decode(errors="replace").strip()
+
+
+class OutputPump:
+    """Feeds a command's output into an ``OutputCollector`` as it arrives.
+
+    Reading starts at construction (so it needs a running event loop) and stops at the
+    end of the stream, on a read error, or at ``stop()``.
+    """
+
+    def __init__(self, reader: ByteReader, collector: OutputCollector) -> None:
+        self.received = 0
+        self._reader = reader
+        self._collector = collector
+        self._task = asyncio.ensure_future(self._run())
+
+    async def _run(self) -> None:
+        with contextlib.suppress(Exception):
+            while chunk := await self._reader.read(1 << 16):
+                self.received += len(chunk)
+                self._collector.feed(chunk)
+
+    async def drain(self, idle: float, grace: float) -> None:
+        """Wait for the end of the output, or until none came for ``idle`` seconds, or
+        at most ``grace`` seconds (a background job may keep the output open)."""
+        deadline = asyncio.get_running_loop().time() + grace
+        while not self._task.done():
+            seen = self.received
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                return
+            await asyncio.wait({self._task}, timeout=min(idle, left))
+            if self.received == seen:
+                return
+
+    def stop(self) -> None:
+        """Stop reading (what was fed so far stays in the collector)."""
+        self._task.cancel()

@@ -1,10 +1,10 @@
 """The ``daytona`` backend: one Daytona sandbox per task, driven through ``AsyncDaytona``.
 
 Commands go through ``sandbox.process.exec`` (one request each) running the in-sandbox
-runner shared with the modal backend (``RemoteShellSandbox``): it enforces the timeout
-on the whole process tree and keeps the output bounded inside the sandbox, which matters
-here because the Daytona daemon buffers a command's whole output in memory. Files go
-through ``sandbox.fs.upload_file`` / ``download_file``.
+runner of ``RemoteShellSandbox`` (``backends/_remote.py``, shared with the modal
+backend): it enforces the timeout on the whole process tree and keeps the output bounded
+inside the sandbox, which matters here because the Daytona daemon buffers a command's
+whole output in memory. Files go through ``sandbox.fs.upload_file`` / ``download_file``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import os
 import shlex
 from typing import Any
 
-from hermes_sandbox.backends.modal import RemoteShellSandbox, check_extra
+from hermes_sandbox.backends._remote import RemoteShellSandbox, check_extra
 from hermes_sandbox.errors import (
     BackendUnavailableError,
     SandboxClosedError,

@@ -34,20 +34,20 @@ import shutil
 import signal
 import tempfile
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hermes_sandbox.backends._jobs import (
     _ENV_NAME,
-    _EXIT_LINE,
     _KILL_GROUPS,
-    _PGID_LINE,
     _SWEEP,
     _UNSAFE_NAME_CHARS,
     BOOT,
     MARKER_VARIABLE,
     OUTPUT_GRACE,
     OUTPUT_IDLE,
+    JobControl,
+    OutputPump,
 )
 from hermes_sandbox.base import Sandbox
 from hermes_sandbox.errors import (
@@ -346,9 +346,9 @@ class SingularitySandbox(Sandbox):
             await asyncio.shield(_reap(process))
             raise
         assert process.stdin is not None
-        control = _Control(self._groups.add)
+        control = JobControl(self._groups.add)
         control_task = asyncio.ensure_future(control.consume(process.stderr))
-        pump = _Pump(output, collector)
+        pump = OutputPump(output, collector)
         finished = False
         try:
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
@@ -391,7 +391,7 @@ class SingularitySandbox(Sandbox):
             control_task.cancel()
             await asyncio.shield(_reap(process))
 
-    async def _kill(self, control: _Control, marker: str) -> None:
+    async def _kill(self, control: JobControl, marker: str) -> None:
         """Kill the command's process group, then every process carrying its marker
         (inside the instance)."""
         with contextlib.suppress(TimeoutError):
@@ -484,78 +484,6 @@ class SingularitySandbox(Sandbox):
         if rc != 0:
             raise SandboxError(f"singularity: could not archive {remote_dir}: {_text(err)}")
         return out
-
-
-class _Control:
-    """Reads the runner's stderr: the ``pgid:sid`` line, the exit line, diagnostics.
-
-    ``ready`` is set once the process group is known (or the stream ended); ``done`` once
-    the script's exit status arrived (or the stream ended without it).
-    """
-
-    def __init__(self, on_group: Callable[[tuple[int, int]], None]) -> None:
-        self.group: tuple[int, int] | None = None
-        self.exit_code: int | None = None
-        self.ready = asyncio.Event()
-        self.done = asyncio.Event()
-        self._buffer = bytearray()
-        self._on_group = on_group
-
-    async def consume(self, reader: asyncio.StreamReader | None) -> None:
-        try:
-            while reader is not None and (chunk := await reader.read(4096)):
-                self._buffer += chunk
-                if self.group is None and (match := _PGID_LINE.search(self._buffer)):
-                    self.group = (int(match[1]), int(match[2]))
-                    self._on_group(self.group)
-                    del self._buffer[: match.end()]
-                    self.ready.set()
-                if self.group is not None and (match := _EXIT_LINE.search(self._buffer)):
-                    self.exit_code = int(match[1])
-                    del self._buffer[: match.end()]
-                    self.done.set()
-                if len(self._buffer) > 8192:
-                    del self._buffer[: len(self._buffer) - 8192]
-        except Exception:  # the pipe went away; nothing more to learn
-            pass
-        finally:
-            self.ready.set()
-            self.done.set()
-
-    def text(self) -> str:
-        return bytes(self._buffer).decode(errors="replace").strip()
-
-
-class _Pump:
-    """Feeds a command's output into an ``OutputCollector`` as it arrives."""
-
-    def __init__(self, reader: asyncio.StreamReader, collector: OutputCollector) -> None:
-        self.received = 0
-        self._reader = reader
-        self._collector = collector
-        self._task = asyncio.ensure_future(self._run())
-
-    async def _run(self) -> None:
-        with contextlib.suppress(Exception):
-            while chunk := await self._reader.read(1 << 16):
-                self.received += len(chunk)
-                self._collector.feed(chunk)
-
-    async def drain(self, idle: float, grace: float) -> None:
-        """Wait for the end of the output, or until none came for ``idle`` seconds, or
-        at most ``grace`` seconds (a background job may keep the output open)."""
-        deadline = asyncio.get_running_loop().time() + grace
-        while not self._task.done():
-            seen = self.received
-            left = deadline - asyncio.get_running_loop().time()
-            if left <= 0:
-                return
-            await asyncio.wait({self._task}, timeout=min(idle, left))
-            if self.received == seen:
-                return
-
-    def stop(self) -> None:
-        self._task.cancel()
 
 
 async def _reap(process: asyncio.subprocess.Process) -> None:
