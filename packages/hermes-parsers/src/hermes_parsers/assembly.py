@@ -17,6 +17,9 @@ from hermes_parsers.tool_call import FunctionCall, ToolCall
 
 __all__ = ["Assembler", "call_id"]
 
+_build_call = ToolCall._build
+_from_value = FunctionCall.from_value
+
 
 def call_id(index: int, name: str, raw: str) -> str:
     """A deterministic id for a call that the format gave none: the same call text at
@@ -80,18 +83,21 @@ class Assembler:
             raise ParseError(self._parser, segment.reason, segment.offset, segment.raw[:80])
 
     def _validate(self, raw: RawCall) -> ToolCall | None:
-        name = raw.name.strip() if isinstance(raw.name, str) else raw.name
+        name = raw.name
+        if type(name) is str:
+            name = name.strip()
         if not isinstance(name, str) or not name:
             self._malformed(Malformed(raw.raw, "tool call without a function name", raw.offset))
             return None
-        try:
-            arguments = decode_arguments(raw.arguments)
-        except ArgumentsError as exc:
-            self._malformed(Malformed(raw.raw, f"call to {name!r}: {exc}", raw.offset))
-            return None
-        index = len(self._calls)
-        identifier = raw.id or call_id(index, name, raw.raw)
-        return ToolCall._build(identifier, FunctionCall.from_value(name, arguments))
+        arguments = raw.arguments
+        if type(arguments) is not dict:
+            try:
+                arguments = decode_arguments(arguments)
+            except ArgumentsError as exc:
+                self._malformed(Malformed(raw.raw, f"call to {name!r}: {exc}", raw.offset))
+                return None
+        identifier = raw.id or call_id(len(self._calls), name, raw.raw)
+        return _build_call(identifier, _from_value(name, arguments))
 
     def result(self) -> ParseResult:
         """The ``ParseResult`` for everything added so far."""

@@ -69,8 +69,11 @@ class ToolCallParser(ABC):
             raise TypeError(f"parse() takes str, got {type(text).__name__}; decode bytes first")
         scanner = self._scanner()
         assembler = Assembler(self.name, strict=self.strict)
-        assembler.add(scanner.feed(text), events=False)
-        assembler.add(scanner.finish(), events=False)
+        if type(scanner) is MarkerScanner:
+            assembler.add(scanner.scan(text), events=False)
+        else:
+            assembler.add(scanner.feed(text), events=False)
+            assembler.add(scanner.finish(), events=False)
         return assembler.result()
 
     def stream(self) -> StreamParser:

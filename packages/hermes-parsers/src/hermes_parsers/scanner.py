@@ -82,6 +82,7 @@ class MarkerScanner:
         (for prompts that end with an opening ``<think>``)."""
         self._regions = tuple(regions)
         self._markers = tuple(region.start for region in self._regions)
+        self._longest = max(map(len, self._markers), default=0)
         self._carry = ""  # content mode: text that may begin a marker
         self._pos = 0  # absolute offset of the first character not yet emitted
         self._region: Region | None = open_region
@@ -116,6 +117,65 @@ class MarkerScanner:
             self._pos += len(self._carry)
             self._carry = ""
         return out
+
+    def scan(self, text: str) -> list[Segment]:
+        """All segments of a complete ``text`` given to a fresh scanner: the same as
+        ``feed(text) + finish()`` (up to how content is split), without the bookkeeping
+        that chunked input needs.
+
+        Raises:
+            RuntimeError: if this scanner was already fed.
+        """
+        if self._pos or self._carry or self._body:
+            raise RuntimeError("scan() needs a fresh scanner; use feed() and finish()")
+        out: list[Segment] = []
+        regions = self._regions
+        region, by_text = self._region, self._opened_by_text
+        self._region = None
+        ahead: dict[str, int] = {}
+        longest = self._longest
+        pos, size = 0, len(text)
+        while True:
+            if region is not None:
+                end = region.end
+                index = -1 if end is None else text.find(end, pos)
+                if index < 0:
+                    _read_region(region, text[pos:], False, pos, by_text, out)
+                    return out
+                _read_region(region, text[pos:index], True, pos, by_text, out)
+                pos = index + len(end)  # type: ignore[arg-type]
+                region = None
+            if pos >= size:
+                return out
+            found, chosen = -1, None
+            for candidate in regions:
+                marker = candidate.start
+                index = ahead.get(marker, -2)
+                if index < pos and index != -1:
+                    index = text.find(marker, pos)
+                    ahead[marker] = index
+                if index >= 0 and (
+                    chosen is None
+                    or index < found
+                    or (index == found and len(marker) > len(chosen.start))
+                ):
+                    found, chosen = index, candidate
+            if chosen is None or (size - found < longest and self._cut_short(text, found, chosen)):
+                out.append(Content(text[pos:]))
+                return out
+            if found > pos:
+                out.append(Content(text[pos:found]))
+            pos = found + len(chosen.start)
+            region, by_text = chosen, True
+
+    def _cut_short(self, text: str, found: int, region: Region) -> bool:
+        """Whether a longer marker begins at ``found`` but the text ends inside it (then
+        the text from ``found`` on is content, as ``finish`` would leave it)."""
+        rest = len(text) - found
+        return any(
+            len(region.start) < len(other.start) > rest and other.start.startswith(text[found:])
+            for other in self._regions
+        )
 
     # content mode ---------------------------------------------------------------
     def _scan_content(self, s: str, i: int, ahead: dict[str, int], out: list[Segment]) -> int:
@@ -193,29 +253,41 @@ class MarkerScanner:
     def _close_region(self, body: str, terminated: bool, out: list[Segment]) -> None:
         region = self._region
         assert region is not None
-        start = region.start if self._opened_by_text else ""
-        end = region.end if terminated and region.end else ""
         offset = self._body_offset
         self._region = None
         self._body = []
         self._tail = ""
-        self._pos = offset + len(body) + len(end)
-        if region.read is None:
-            out.append(Reasoning(body))
-            return
-        segments = region.read(body, start + body + end, offset, terminated)
-        malformed = region.retry_nested and any(type(s) is Malformed for s in segments)
-        nested = body.rfind(region.start) if malformed else -1
-        if nested >= 0:
-            inner = body[nested + len(region.start) :]
-            out.append(
-                Malformed(
-                    start + body[:nested],
-                    f"{region.start!r} opened but never closed",
-                    offset - len(start),
-                )
+        self._pos = offset + len(body) + (len(region.end) if terminated and region.end else 0)
+        _read_region(region, body, terminated, offset, self._opened_by_text, out)
+
+
+def _read_region(
+    region: Region, body: str, terminated: bool, offset: int, by_text: bool, out: list[Segment]
+) -> None:
+    """Append the segments of one region to ``out``: ``body`` starts at ``offset`` in
+    the text; ``by_text``: the opening marker is in the text (not prefilled)."""
+    start = region.start if by_text else ""
+    end = region.end if terminated and region.end else ""
+    if region.read is None:
+        out.append(Reasoning(body))
+        return
+    segments = region.read(body, start + body + end, offset, terminated)
+    nested = -1
+    if region.retry_nested:
+        for segment in segments:
+            if type(segment) is Malformed:
+                nested = body.rfind(region.start)
+                break
+    if nested >= 0:
+        inner = body[nested + len(region.start) :]
+        out.append(
+            Malformed(
+                start + body[:nested],
+                f"{region.start!r} opened but never closed",
+                offset - len(start),
             )
-            inner_offset = offset + nested + len(region.start)
-            out.extend(region.read(inner, region.start + inner + end, inner_offset, terminated))
-            return
-        out.extend(segments)
+        )
+        inner_offset = offset + nested + len(region.start)
+        out.extend(region.read(inner, region.start + inner + end, inner_offset, terminated))
+        return
+    out.extend(segments)

@@ -37,6 +37,10 @@ __all__ = [
 ]
 
 _PYTHON_CONSTANTS: dict[str, Any] = {"True": True, "False": False, "None": None}
+# What strict JSON text can start with, apart from the words true/false/null: anything
+# else is not JSON, and is not worth an attempt (a failed decode costs an exception).
+_JSON_STARTS = frozenset('{["-0123456789')
+_JSON_WORDS = frozenset({"true", "false", "null"})
 _STRING_TYPES = frozenset({"string", "str", "text", "varchar", "char", "enum"})
 _DECODE_ERRORS = (ValueError, TypeError, SyntaxError, MemoryError, RecursionError)
 
@@ -143,10 +147,11 @@ def read_untyped(text: str) -> Any:
     stripped = text.strip()
     if not stripped:
         return text
-    try:
-        return load_json(stripped)
-    except _DECODE_ERRORS:
-        pass
+    if stripped[0] in _JSON_STARTS or stripped in _JSON_WORDS:
+        try:
+            return load_json(stripped)
+        except _DECODE_ERRORS:
+            pass
     if stripped in _PYTHON_CONSTANTS:
         return _PYTHON_CONSTANTS[stripped]
     if stripped[0] in "[{":

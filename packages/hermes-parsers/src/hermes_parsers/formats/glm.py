@@ -108,7 +108,7 @@ _NOT_IN_NAME = frozenset("<>{}\"'")
 
 def _is_gap(text: str) -> bool:
     """Whether ``text`` (between two tags) is only whitespace and literal ``\\n``s."""
-    return not text.replace("\\n", "").strip()
+    return not text or text.isspace() or not text.replace("\\n", "").strip()
 
 
 def _name_problem(name: str) -> str | None:
@@ -345,11 +345,9 @@ def read_untyped(text: str) -> Any:
         return text  # prose: neither JSON nor a literal (and no copy of a long text)
     stripped = text.strip()
     try:
-        value = load_json(stripped)
+        return load_json(stripped)  # strict: rejects NaN and numbers that overflow
     except (ValueError, RecursionError):
         pass
-    else:
-        return value if _finite(value) else text
     ok, value = python_literal(stripped)
     return value if ok else text
 
@@ -402,7 +400,7 @@ class _GlmParser(ToolCallParser):
             if key_end < 0:
                 return f"{_KEY!r} without {_KEY_END!r} in the arguments of {name!r}"
             key = body[key_start:key_end]
-            if any(tag in key for tag in _NOT_IN_KEY):
+            if "<" in key and any(tag in key for tag in _NOT_IN_KEY):
                 return f"{_KEY!r} without {_KEY_END!r} in the arguments of {name!r}"
             key = key.strip()
             if not key:

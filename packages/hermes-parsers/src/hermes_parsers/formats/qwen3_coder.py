@@ -60,6 +60,7 @@ or would contain this format's markup (``</parameter>``, ``<parameter=``, ``</fu
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal
@@ -94,9 +95,13 @@ _OPENERS = (_FUNC_START, _CALL_START)
 # A written value must not contain these: each would end the value, call or block early.
 _FORBIDDEN = (_PARAM_END, _PARAM_START, _FUNC_END, _CALL_END)
 
-# What the end of a region body means for a function still open there:
-#   "implicit": the region ended with </tool_call>, so the function's </function> is missing;
-#   "truncated": the whole text ended, so the call may be incomplete.
+# The well-formed common case, read with ``str.find`` (``_read_simple``): one function,
+# names closed by '>' (never '<' or a newline first), every value closed by its own
+# </parameter>. Python's ``\s`` is ``str.isspace``, as ``skip_space`` uses.
+_SIMPLE_FUNCTION = re.compile(r"\s*<function=([^<>\n]*)>\s*")
+_SPACE = re.compile(r"\s*")
+
+
 _AtEnd = Literal["implicit", "truncated"]
 
 
@@ -150,9 +155,49 @@ class Qwen3CoderParser(ToolCallParser):
                 return read_json_object_body(body, raw, offset, terminated)
             except RecursionError:
                 return [Malformed(raw, "tool call JSON is nested too deeply", offset)]
+        if terminated:
+            simple = self._read_simple(body, raw, offset)
+            if simple is not None:
+                return simple
         finder = MarkerFinder(body)
         items = self._read_items(finder, 0, terminated)
         return self._segments(items, body, raw, offset, terminated)
+
+    def _read_simple(self, body: str, raw: str, offset: int) -> list[Segment] | None:
+        """The segments of a terminated ``<tool_call>`` body holding one well-formed
+        function, or ``None`` when it is anything else (then the general reader, which
+        gives the same result for what this accepts, takes over)."""
+        head = _SIMPLE_FUNCTION.match(body)
+        if head is None:
+            return None
+        name = head[1].strip()
+        if not name:
+            return None
+        arguments: dict[str, Any] = {}
+        pos = head.end()
+        while not body.startswith(_FUNC_END, pos):
+            if not body.startswith(_PARAM_START, pos):
+                return None
+            name_at = pos + len(_PARAM_START)
+            close = body.find(">", name_at)
+            end = body.find(_PARAM_END, close)
+            if close < 0 or end < 0:
+                return None
+            key, value = body[name_at:close], body[close + 1 : end]
+            if "<" in key or "\n" in key or _PARAM_START in value or _FUNC_END in value:
+                return None
+            key = key.strip()
+            if not key:
+                return None
+            arguments[key] = self._value(name, key, trim_newlines(value))
+            pos = end + len(_PARAM_END)
+            if pos < len(body) and body[pos].isspace():
+                pos = _SPACE.match(body, pos).end()  # type: ignore[union-attr]
+        pos += len(_FUNC_END)
+        if pos < len(body) and not body[pos:].isspace():
+            return None
+        origin = offset - (len(raw) - len(body) - len(_CALL_END))
+        return [RawCall(name, arguments, raw, origin)]
 
     def _read_bare_function(
         self, body: str, raw: str, offset: int, terminated: bool
