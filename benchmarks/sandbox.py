@@ -5,7 +5,8 @@ local (always): sandbox create (start) p50/p95; exec round trip of a command aga
 (bar: <= 1.3x; see COMMANDS for the one row shown for information only);
 upload/download of a 50 MB file against ``shutil.copyfile``.
 
-docker (only when ``docker info`` answers): create p50/p95 of ``create_sandbox("docker")``;
+docker (only when ``docker info`` answers): create p50/p95 of ``create_sandbox("docker")``,
+cold and taking a ready container from a ``DockerWarmPool``;
 exec round trip against ``docker exec <container> bash -c cmd`` on the same container
 (bar: <= 1.0x); upload/download against ``docker cp``.
 
@@ -91,6 +92,26 @@ async def creates(backend: str, count: int, **options: object) -> list[float]:
         await sandbox.start()
         samples.append(time.perf_counter() - started)
         await sandbox.close()
+    return samples
+
+
+async def warm_creates(count: int) -> list[float]:
+    """Seconds to start a docker sandbox that takes a ready container from a
+    ``DockerWarmPool`` (refilled in the background between samples)."""
+    from hermes_sandbox.backends.docker_pool import DockerWarmPool
+
+    samples = []
+    async with DockerWarmPool(size=2) as pool:
+        for _ in range(count):
+            for _ in range(400):  # the pool refills in the background: up to 20 s
+                if len(pool):
+                    break
+                await asyncio.sleep(0.05)
+            started = time.perf_counter()
+            sandbox = create_sandbox("docker", pool=pool)
+            await sandbox.start()
+            samples.append(time.perf_counter() - started)
+            await sandbox.close()
     return samples
 
 
@@ -219,6 +240,9 @@ async def bench_docker(settings: Settings, payload: Path, scratch: Path) -> list
     samples = await creates("docker", max(3, settings.creates // 4))
     rows.append(Row("docker", "create p50", percentile(samples, 0.5) * 1e3))
     rows.append(Row("docker", "create p95", percentile(samples, 0.95) * 1e3))
+    warm = await warm_creates(max(3, settings.creates // 4))
+    rows.append(Row("docker", "create from a warm pool p50", percentile(warm, 0.5) * 1e3))
+    rows.append(Row("docker", "create from a warm pool p95", percentile(warm, 0.95) * 1e3))
     docker_settings = Settings(settings.creates, max(10, settings.execs // 10), settings.rounds)
     async with create_sandbox("docker") as sandbox:
         container = await container_of(sandbox)

@@ -44,6 +44,7 @@ A section holding no good call is kept as content whole. Arguments are JSON, so 
 
 from __future__ import annotations
 
+import re
 from abc import abstractmethod
 from collections.abc import Callable
 from typing import Any
@@ -65,6 +66,7 @@ CALL_END = "<｜tool▁call▁end｜>"
 SEP = "<｜tool▁sep｜>"
 EOS = "<｜end▁of▁sentence｜>"
 _FENCE = "```"
+_WHITESPACE = re.compile(r"\s")  # what str.isspace() is true for
 _THINK_START = "<think>"
 _THINK_END = "</think>"
 # Spelled with an escaped first character wherever they occur inside JSON strings.
@@ -78,7 +80,7 @@ CallReader = Callable[[str], tuple[str, dict[str, Any]] | str]
 # reading --------------------------------------------------------------------------------
 def _decode_arguments(name: str, text: str) -> tuple[str, dict[str, Any]] | str:
     """``(name, arguments)`` from the arguments' JSON text, or why it is not an object."""
-    if any(char.isspace() for char in name):
+    if _WHITESPACE.search(name):
         return f"function name {name!r} contains whitespace"
     if "<｜" in name:
         return f"function name {name!r} contains a special token"
@@ -100,17 +102,17 @@ def read_v3_call(body: str) -> tuple[str, dict[str, Any]] | str:
     sep = body.find(SEP)
     if sep < 0:
         return f"tool call has no {SEP!r} after its type"
-    rest = body[sep + len(SEP) :]
-    fence = rest.find(_FENCE)
+    name_at = sep + len(SEP)
+    fence = body.find(_FENCE, name_at)
     if fence < 0:
         return "tool call arguments are not in a ```json code block"
-    name = rest[:fence].strip()
+    name = body[name_at:fence].strip()
     if not name:
         return "tool call without a function name"
-    arguments = rest[fence + len(_FENCE) :]
-    if arguments[:4].lower() == "json":
-        arguments = arguments[4:]
-    arguments = arguments.strip()
+    at = fence + len(_FENCE)
+    if body[at : at + 4].lower() == "json":
+        at += 4
+    arguments = body[at:].strip()
     if arguments.endswith(_FENCE):
         arguments = arguments[: -len(_FENCE)].rstrip()
     return _decode_arguments(name, arguments)
