@@ -50,6 +50,8 @@ class ToolCallParser(ABC):
         self.strict = strict
         self.think_prefilled = think_prefilled
         self.schemas = ToolSchemas(tools or ())
+        #: The scanner's regions, built once per parser (they hold no parse state).
+        self._regions: tuple[Region, ...] | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, strict={self.strict})"
@@ -81,7 +83,9 @@ class ToolCallParser(ABC):
         return StreamParser(self._scanner(), Assembler(self.name, strict=self.strict))
 
     def _scanner(self) -> Scanner:
-        regions = [*self._call_regions(), _THINK]
+        regions = self._regions
+        if regions is None:
+            regions = self._regions = (*self._call_regions(), _THINK)
         return MarkerScanner(regions, open_region=_THINK if self.think_prefilled else None)
 
     def _call_regions(self) -> list[Region]:

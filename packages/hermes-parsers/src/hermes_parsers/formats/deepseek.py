@@ -288,9 +288,11 @@ class _DeepSeekParser(ToolCallParser):
         ]
 
     def _scanner(self) -> Scanner:
-        think = Region(_THINK_START, _THINK_END, self._read_reasoning, retry_nested=False)
-        regions = [*self._call_regions(), think]
-        return MarkerScanner(regions, open_region=think if self.think_prefilled else None)
+        regions = self._regions
+        if regions is None:
+            think = Region(_THINK_START, _THINK_END, self._read_reasoning, retry_nested=False)
+            regions = self._regions = (*self._call_regions(), think)
+        return MarkerScanner(regions, open_region=regions[-1] if self.think_prefilled else None)
 
     # rendering --------------------------------------------------------------------------
     def _render_body(self, content: str, calls: list[ToolCall]) -> str:

@@ -87,7 +87,9 @@ class LongcatParser(ToolCallParser):
 
     # parsing ------------------------------------------------------------------------
     def _scanner(self) -> Scanner:
-        regions = [*self._call_regions(), _LONGCAT_THINK, _THINK]
+        regions = self._regions
+        if regions is None:
+            regions = self._regions = (*self._call_regions(), _LONGCAT_THINK, _THINK)
         return MarkerScanner(regions, open_region=_LONGCAT_THINK if self.think_prefilled else None)
 
     def _call_regions(self) -> list[Region]:
