@@ -8,6 +8,7 @@ anything. Afterwards no process, workdir or container of the child may remain.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -16,10 +17,12 @@ import sys
 import textwrap
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from hermes_sandbox import SandboxOptions
 from tests.sandbox.test_conformance import host_processes
 
 CHILD = textwrap.dedent(
@@ -125,3 +128,54 @@ def test_docker_containers_are_gone_after_ctrl_c_or_exit(mode: str) -> None:
     finally:
         daemon.close()
     assert found == [], stderr
+
+
+KILLED_CHILD = textwrap.dedent(
+    """
+    import asyncio, os, signal, sys
+    from hermes_sandbox import create_sandbox
+
+    async def main():
+        sandbox = await create_sandbox("local", task_id="orphan").start()
+        await sandbox.exec(f"(exec -a {sys.argv[1]} sleep 300) &")
+        print(sandbox.root, flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)  # no close, no atexit: what kill -9 leaves
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_reap_orphans_removes_what_a_killed_process_left(tmp_path: Path) -> None:
+    from hermes_sandbox.backends.local import LocalSandbox, reap_orphans
+
+    name = f"hermes-orphan-{uuid.uuid4().hex[:10]}"
+    child = subprocess.run(
+        [sys.executable, "-c", KILLED_CHILD, name],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    root = child.stdout.strip()
+    assert Path(root).parent == tmp_path
+    assert Path(root).is_dir()
+    assert len(host_processes(name)) == 1  # the orphan still runs
+
+    alive = LocalSandbox(SandboxOptions(), task_id="alive")  # this process's: spared
+    asyncio.run(alive.start())
+    try:
+        assert reap_orphans(str(tmp_path)) == [root]
+        assert not Path(root).exists()
+        assert _left_processes(name) == []
+        assert Path(alive.root).is_dir()
+        assert reap_orphans(str(tmp_path)) == []
+    finally:
+        asyncio.run(alive.close())
+
+
+def test_reap_orphans_of_a_missing_directory_finds_nothing(tmp_path: Path) -> None:
+    from hermes_sandbox.backends.local import reap_orphans
+
+    assert reap_orphans(str(tmp_path / "nowhere")) == []

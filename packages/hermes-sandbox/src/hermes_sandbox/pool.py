@@ -26,7 +26,8 @@ class SandboxPool:
     ``asyncio.run``), and sandboxes that are still open when the interpreter exits (or
     when the pool is garbage-collected unclosed) are torn down with
     ``Sandbox.close_now()``. Only a ``kill -9`` skips that; docker containers then remove
-    themselves when their lifetime ends.
+    themselves when their lifetime ends, and ``backends.local.reap_orphans()`` removes
+    what local sandboxes of dead processes left.
 
     Args:
         backend: backend name for new sandboxes.

@@ -35,6 +35,10 @@ discarded (so the job is not killed by SIGPIPE) until it ends or the sandbox clo
 Paths in the sandbox are host paths. ``workdir`` defaults to a fresh temporary directory
 (also ``HOME``), removed by ``close``; a ``workdir`` given in the options is created if
 missing and left in place.
+
+A process killed with SIGKILL closes nothing: ``reap_orphans()`` removes what the local
+sandboxes of dead processes left (their directories, named after the owning process id,
+and any of their commands still running).
 """
 
 from __future__ import annotations
@@ -67,6 +71,7 @@ __all__ = [
     "MARKER_VARIABLE",
     "LocalSandbox",
     "is_stateless",
+    "reap_orphans",
     "wrap_command_lean",
 ]
 
@@ -187,7 +192,8 @@ class LocalSandbox(Sandbox):
         _check_options(options)
         slug = re.sub(r"[^A-Za-z0-9_.-]", "_", task_id or "")[:40]
         self._mark = uuid.uuid4().hex
-        name = f"hermes-local-{slug + '-' if slug else ''}{self._mark[:10]}"
+        # The owner's pid and the marker's head are in the name: ``reap_orphans`` reads them.
+        name = f"hermes-local-{os.getpid()}-{slug + '-' if slug else ''}{self._mark[:10]}"
         self._root = os.path.join(tempfile.gettempdir(), name)
         super().__init__(options, task_id=task_id)
         if not os.path.isabs(self.workdir):
@@ -689,6 +695,56 @@ def _remove_tree(path: str) -> None:
             with contextlib.suppress(OSError):
                 os.chmod(directory, stat.S_IRWXU)
         shutil.rmtree(path, ignore_errors=True)
+
+
+_ORPHAN_NAME = re.compile(r"hermes-local-([0-9]+)-(?:.+-)?([0-9a-f]{10})")
+
+
+def reap_orphans(directory: str | None = None) -> list[str]:
+    """Remove what local sandboxes of processes that no longer exist left behind.
+
+    A local sandbox's temporary directory is named after the process that made it. For
+    every such directory in ``directory`` (default: the system temporary directory)
+    whose process is gone (it was killed with SIGKILL, or died before closing), this
+    kills the sandbox's commands that still run (found by their marker variable),
+    removes the directory and its shell state, and reports the directory. Shell state
+    left on tmpfs without its directory is removed too. Sandboxes of live processes are
+    never touched. Blocking; never raises.
+
+    Returns:
+        The directories in ``directory`` that were removed.
+    """
+    base = directory or tempfile.gettempdir()
+    roots = set(_list(base))
+    states = {n.removesuffix(".shell") for n in _list(_state_parent()) if n.endswith(".shell")}
+    removed = []
+    for name in sorted(roots | states):
+        found = _ORPHAN_NAME.fullmatch(name)
+        if found is None or _process_exists(int(found[1])):
+            continue
+        path = os.path.join(base, name)
+        state = os.path.join(_state_parent(), f"{name}.shell")
+        _sweep_and_remove(_needle(found[2]), [path, state])
+        if name in roots:
+            removed.append(path)
+    return removed
+
+
+def _list(directory: str) -> list[str]:
+    try:
+        return os.listdir(directory)
+    except OSError:
+        return []
+
+
+def _process_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # someone else's process (or a pid beyond range: not ours to judge)
+    return True
 
 
 def _write_file(target: Path, data: bytes) -> None:
