@@ -395,6 +395,19 @@ async def test_a_dead_sandbox_raises_instead_of_scoring(pool: SandboxPool) -> No
     await ctx.acleanup()
 
 
+async def test_a_rollout_sandbox_closed_before_the_reward_raises(pool: SandboxPool) -> None:
+    rollout = await pool.get("t")
+    await rollout.exec("echo state > kept.txt")
+    await rollout.close()  # expired between the rollout and the reward
+    ctx = ToolContext("t", pool)
+    with pytest.raises(SandboxClosedError, match="'t' was closed"):
+        await ctx.aterminal("cat kept.txt")
+    await ctx.acleanup()
+    fresh = ToolContext("never-rolled-out", pool)  # no rollout sandbox: one is made
+    assert (await fresh.aterminal("echo hi"))["output"] == "hi\n"
+    await fresh.acleanup()
+
+
 def test_ctrl_c_during_a_sync_call_kills_the_command(tmp_path: Path) -> None:
     import subprocess
     import sys

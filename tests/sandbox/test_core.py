@@ -345,6 +345,19 @@ async def test_pool_replaces_a_sandbox_that_was_closed_elsewhere() -> None:
     await pool.close_all()
 
 
+async def test_pool_reports_a_closed_sandbox_when_told_not_to_recreate() -> None:
+    pool = SandboxPool(factory=Maker())
+    first = await pool.get("a")
+    assert await pool.get("a", recreate=False) is first
+    await first.close()
+    with pytest.raises(SandboxClosedError, match="'a' was closed"):
+        await pool.get("a", recreate=False)
+    assert await pool.get("b", recreate=False) is not first  # never made: made now
+    await pool.release("a")
+    assert not (await pool.get("a", recreate=False)).closed  # released: a new one
+    await pool.close_all()
+
+
 async def test_pool_close_all_closes_running_and_starting_sandboxes() -> None:
     ready, stuck = Maker(), Maker(gate=asyncio.Event())
     pool = SandboxPool(factory=lambda t: (ready if t == "ready" else stuck)(t))

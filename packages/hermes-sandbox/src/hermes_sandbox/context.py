@@ -204,7 +204,8 @@ class ToolContext:
 
         The context keeps the sandbox it got first: if that one dies or is closed, later
         calls raise ``SandboxClosedError`` instead of quietly working on a fresh, empty
-        sandbox (which would make the model's work look missing).
+        sandbox (which would make the model's work look missing). The same holds when the
+        rollout's sandbox was already closed before the first call here.
 
         Raises:
             RuntimeError: after ``cleanup()``.
@@ -214,7 +215,7 @@ class ToolContext:
         self._check_open()
         sandbox = self._sandbox
         if sandbox is None:
-            sandbox = self._sandbox = await self.pool.get(self.task_id)
+            sandbox = self._sandbox = await self.pool.get(self.task_id, recreate=False)
         if sandbox.closed:
             raise SandboxClosedError(
                 f"the sandbox of task {self.task_id!r} was closed (it expired, died or was "

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hermes_sandbox.base import Sandbox
+from hermes_sandbox.errors import SandboxClosedError
 from hermes_sandbox.registry import create_sandbox
 from hermes_sandbox.teardown import finish, start_or_run
 
@@ -65,19 +66,30 @@ class SandboxPool:
         """Tasks that currently own a sandbox."""
         return list(self._sandboxes)
 
-    async def get(self, task_id: str) -> Sandbox:
+    async def get(self, task_id: str, *, recreate: bool = True) -> Sandbox:
         """The started sandbox of ``task_id``, created on first use (concurrent callers
         for one task share one creation).
+
+        A task whose sandbox was closed without ``release`` (it expired, died or was
+        closed elsewhere) gets a fresh one, unless ``recreate=False``: then the closed
+        one is reported (reward code must not judge an empty stand-in).
 
         Raises:
             RuntimeError: if the pool was closed.
             SandboxStartError: if the sandbox cannot be started.
+            SandboxClosedError: with ``recreate=False``, if the task's sandbox was closed.
         """
         if self._closed:
             raise RuntimeError("this SandboxPool is closed; make a new one")
         existing = self._sandboxes.get(task_id)
-        if existing is not None and not existing.closed:
-            return existing
+        if existing is not None:
+            if not existing.closed:
+                return existing
+            if not recreate:
+                raise SandboxClosedError(
+                    f"the sandbox of task {task_id!r} was closed (it expired, died or was "
+                    "closed elsewhere); what the rollout left in it is gone"
+                )
         pending = self._creating.get(task_id)
         if pending is None:
             pending = asyncio.ensure_future(self._create(task_id))
