@@ -102,8 +102,12 @@ _NOT_IN_KEY = (_KEY, _VALUE, _VALUE_END)
 _UNWRITABLE_KEY = (*_NOT_IN_KEY, _KEY_END, _END)
 #: Tags a value cannot hold: the value would end early, or read as a lost ``</arg_value>``.
 _NOT_IN_VALUE = (_KEY, _VALUE, _VALUE_END, _END)
-#: Characters a function name cannot hold (text or JSON where a name should be).
-_NOT_IN_NAME = frozenset("<>{}\"'")
+#: Characters a function name cannot hold (text or JSON where a name should be); Python's
+#: ``\s`` is ``str.isspace``.
+_BAD_NAME_CHAR = re.compile(r"[\s<>{}\"']")
+#: A well-formed key/value opening: whitespace or literal ``\\n``s, a key without tags,
+#: whitespace or literal ``\\n``s, then ``<arg_value>`` (anything else: the general reader).
+_PAIR = re.compile(r"(?:\s|\\n)*<arg_key>([^<]*)</arg_key>(?:\s|\\n)*<arg_value>")
 
 
 def _is_gap(text: str) -> bool:
@@ -115,7 +119,7 @@ def _name_problem(name: str) -> str | None:
     """Why ``name`` cannot be a function name, or ``None`` if it can."""
     if not name:
         return "tool call without a function name"
-    if any(char.isspace() or char in _NOT_IN_NAME for char in name):
+    if _BAD_NAME_CHAR.search(name):
         return f"function name {name[:40]!r} is not one word"
     return None
 
@@ -388,7 +392,19 @@ class _GlmParser(ToolCallParser):
         if problem is not None:
             return problem
         arguments: dict[str, Any] = {}
-        while pos < len(body):
+        size = len(body)
+        while pos < size:
+            # The common, well-formed pair in one match: gap, key, gap, <arg_value>.
+            pair = _PAIR.match(body, pos)
+            if pair is not None:
+                value_start = pair.end()
+                value_end = body.find(_VALUE_END, value_start)
+                value = body[value_start:value_end]
+                key = pair[1].strip()
+                if value_end >= 0 and key and _KEY not in value and _VALUE not in value:
+                    arguments[key] = self._convert(name, key, value)
+                    pos = value_end + len(_VALUE_END)
+                    continue
             key_at = body.find(_KEY, pos)
             gap = body[pos:] if key_at < 0 else body[pos:key_at]
             if not _is_gap(gap):
