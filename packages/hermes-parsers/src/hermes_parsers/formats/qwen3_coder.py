@@ -95,11 +95,13 @@ _OPENERS = (_FUNC_START, _CALL_START)
 # A written value must not contain these: each would end the value, call or block early.
 _FORBIDDEN = (_PARAM_END, _PARAM_START, _FUNC_END, _CALL_END)
 
-# The well-formed common case, read with ``str.find`` (``_read_simple``): one function,
-# names closed by '>' (never '<' or a newline first), every value closed by its own
-# </parameter>. Python's ``\s`` is ``str.isspace``, as ``skip_space`` uses.
-_SIMPLE_FUNCTION = re.compile(r"\s*<function=([^<>\n]*)>\s*")
-_SPACE = re.compile(r"\s*")
+# The well-formed common case, read with these patterns and ``str.find``
+# (``_read_simple``): one function, names closed by '>' (never '<' or a newline first),
+# every value closed by its own </parameter>. Python's ``\s`` is ``str.isspace``, as
+# ``skip_space`` uses.
+_SIMPLE_FUNCTION = re.compile(r"\s*<function=([^<>\n]*)>")
+_SIMPLE_PARAMETER = re.compile(r"\s*<parameter=([^<>\n]*)>")
+_SIMPLE_END = re.compile(r"\s*</function>\s*\Z")
 
 
 _AtEnd = Literal["implicit", "truncated"]
@@ -175,26 +177,18 @@ class Qwen3CoderParser(ToolCallParser):
             return None
         arguments: dict[str, Any] = {}
         pos = head.end()
-        while not body.startswith(_FUNC_END, pos):
-            if not body.startswith(_PARAM_START, pos):
+        while (param := _SIMPLE_PARAMETER.match(body, pos)) is not None:
+            value_at = param.end()
+            end = body.find(_PARAM_END, value_at)
+            if end < 0:
                 return None
-            name_at = pos + len(_PARAM_START)
-            close = body.find(">", name_at)
-            end = body.find(_PARAM_END, close)
-            if close < 0 or end < 0:
-                return None
-            key, value = body[name_at:close], body[close + 1 : end]
-            if "<" in key or "\n" in key or _PARAM_START in value or _FUNC_END in value:
-                return None
-            key = key.strip()
-            if not key:
+            value = body[value_at:end]
+            key = param[1].strip()
+            if not key or _PARAM_START in value or _FUNC_END in value:
                 return None
             arguments[key] = self._value(name, key, trim_newlines(value))
             pos = end + len(_PARAM_END)
-            if pos < len(body) and body[pos].isspace():
-                pos = _SPACE.match(body, pos).end()  # type: ignore[union-attr]
-        pos += len(_FUNC_END)
-        if pos < len(body) and not body[pos:].isspace():
+        if _SIMPLE_END.match(body, pos) is None:
             return None
         origin = offset - (len(raw) - len(body) - len(_CALL_END))
         return [RawCall(name, arguments, raw, origin)]
