@@ -1,11 +1,12 @@
 """What the ssh and singularity backends share: running a command as a job, and killing it.
 
 Both run each command through ``bash -c BOOT _ MARKER`` (a job with its own process
-group, tagged with ``MARKER_VARIABLE``) and kill leftovers with ``_KILL_GROUPS`` and
-``_SWEEP``. While the job runs, ``JobControl`` reads its ``hermes-pgid``/``hermes-exit``
-reports from the runner's stderr and ``OutputPump`` feeds its output into an
-``OutputCollector``; both read any ``ByteReader`` (an ``asyncio.StreamReader`` for the
-singularity CLI, an asyncssh ``SSHReader`` for an ssh channel).
+group, tagged with ``MARKER_VARIABLE``) and kill leftovers with the scripts
+``kill_command_script`` (one command) and ``kill_all_script`` (a whole sandbox) write.
+While the job runs, ``JobControl`` reads its ``hermes-pgid``/``hermes-exit`` reports from
+the runner's stderr and ``OutputPump`` feeds its output into an ``OutputCollector``; both
+read any ``ByteReader`` (an ``asyncio.StreamReader`` for the singularity CLI, an asyncssh
+``SSHReader`` for an ssh channel).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-from collections.abc import Callable
+import shlex
+from collections.abc import Callable, Collection, Mapping
 from typing import Protocol
 
 from hermes_sandbox.output import OutputCollector
@@ -70,6 +72,45 @@ while [ "$n" -lt 50 ]; do
 done
 exit 0
 """
+
+
+def check_env(env: Mapping[str, object], backend: str) -> None:
+    """Check ``env`` can be exported into a command's shell.
+
+    Raises:
+        ValueError: naming the ``backend``, for names that are not shell variable names,
+            for ``MARKER_VARIABLE`` (reserved), or for values that are not strings.
+    """
+    bad = [name for name in env if not _ENV_NAME.match(name)]
+    if bad:
+        raise ValueError(f"{backend} backend: invalid environment variable name(s): {bad!r}")
+    if MARKER_VARIABLE in env:
+        raise ValueError(f"{backend} backend: env: {MARKER_VARIABLE} is reserved by the sandbox")
+    nonstr = [name for name, value in env.items() if not isinstance(value, str)]
+    if nonstr:
+        raise ValueError(f"{backend} backend: env values must be strings: {nonstr!r}")
+
+
+def kill_command_script(group: tuple[int, int] | None, marker: str) -> str:
+    """A bash script that kills one command: its process group (when known), then every
+    process whose marker is exactly ``marker``."""
+    script = "" if group is None else f"kill -9 -- -{group[0]} 2>/dev/null\n"
+    pattern = f"^{MARKER_VARIABLE}={re.escape(marker)}$"
+    return script + f"bash -c {shlex.quote(_SWEEP)} _ {shlex.quote(pattern)}\n"
+
+
+def kill_all_script(groups: Collection[tuple[int, int]], mark: str, *, ran: bool) -> str:
+    """A bash script that kills what a sandbox's commands left: the process groups in
+    ``groups`` (``(pgid, sid)``), then (if any command ``ran``) every process whose
+    marker is ``mark.<n>``. Empty when there is nothing to kill."""
+    script = ""
+    if groups:
+        targets = " " + " ".join(f"{g}:{s}" for g, s in sorted(groups)) + " "
+        script += f"bash -c {shlex.quote(_KILL_GROUPS)} _ {shlex.quote(targets)}\n"
+    if ran:
+        pattern = f"^{MARKER_VARIABLE}={re.escape(mark)}\\.[0-9]+$"
+        script += f"bash -c {shlex.quote(_SWEEP)} _ {shlex.quote(pattern)}\n"
+    return script
 
 
 class ByteReader(Protocol):

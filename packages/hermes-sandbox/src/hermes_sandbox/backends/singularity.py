@@ -28,7 +28,6 @@ import contextlib
 import errno
 import logging
 import os
-import re
 import shlex
 import shutil
 import signal
@@ -38,16 +37,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hermes_sandbox.backends._jobs import (
-    _ENV_NAME,
-    _KILL_GROUPS,
-    _SWEEP,
     _UNSAFE_NAME_CHARS,
     BOOT,
-    MARKER_VARIABLE,
     OUTPUT_GRACE,
     OUTPUT_IDLE,
     JobControl,
     OutputPump,
+    check_env,
+    kill_all_script,
+    kill_command_script,
 )
 from hermes_sandbox.base import Sandbox
 from hermes_sandbox.errors import (
@@ -177,7 +175,7 @@ class SingularitySandbox(Sandbox):
                     f"singularity backend: {name} must be an absolute path without ':' or "
                     f"',' (it becomes a bind destination), got {value!r}"
                 )
-        _check_env(options.env)
+        check_env(options.env, "singularity")
         self._host_root = _optional_path(extra, "host_dir")
         self._overlay = _optional_path(extra, "overlay")
         self._containall = extra.get("containall", True)
@@ -281,13 +279,7 @@ class SingularitySandbox(Sandbox):
 
     async def _teardown(self) -> None:
         if self._instance_started:
-            script = ""
-            if self._groups:
-                targets = " " + " ".join(f"{g}:{s}" for g, s in sorted(self._groups)) + " "
-                script += f"bash -c {shlex.quote(_KILL_GROUPS)} _ {shlex.quote(targets)}; "
-            if self._runs:
-                pattern = f"^{MARKER_VARIABLE}={self._mark}\\.[0-9]+$"
-                script += f"bash -c {shlex.quote(_SWEEP)} _ {shlex.quote(pattern)}; "
+            script = kill_all_script(self._groups, self._mark, ran=self._runs > 0)
             script += f"rm -rf -- {shlex.quote(self._state_dir)}"
             with contextlib.suppress(Exception):
                 await self._exec_bash(script, timeout=HOUSEKEEPING_TIMEOUT)
@@ -396,11 +388,7 @@ class SingularitySandbox(Sandbox):
         (inside the instance)."""
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(control.ready.wait()), 5)
-        script = ""
-        if control.group is not None:
-            script += f"kill -9 -- -{control.group[0]} 2>/dev/null; "
-        pattern = f"^{MARKER_VARIABLE}={re.escape(marker)}$"
-        script += f"bash -c {shlex.quote(_SWEEP)} _ {shlex.quote(pattern)}"
+        script = kill_command_script(control.group, marker)
         with contextlib.suppress(Exception):
             await self._exec_bash(script, timeout=HOUSEKEEPING_TIMEOUT)
 
@@ -524,17 +512,6 @@ def _start_hint(stderr: str) -> str:
     if "unknown flag" in lowered:
         return "; this apptainer/singularity version lacks a flag the sandbox needs"
     return ""
-
-
-def _check_env(env: Mapping[str, str]) -> None:
-    bad = [name for name in env if not _ENV_NAME.match(name)]
-    if bad:
-        raise ValueError(f"singularity backend: invalid environment variable name(s): {bad!r}")
-    if MARKER_VARIABLE in env:
-        raise ValueError(f"singularity backend: env: {MARKER_VARIABLE} is reserved by the sandbox")
-    nonstr = [name for name, value in env.items() if not isinstance(value, str)]
-    if nonstr:
-        raise ValueError(f"singularity backend: env values must be strings: {nonstr!r}")
 
 
 def _optional_path(extra: Mapping[str, Any], name: str) -> str | None:

@@ -44,16 +44,15 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from hermes_sandbox.backends._jobs import (
-    _ENV_NAME,
-    _KILL_GROUPS,
-    _SWEEP,
     _UNSAFE_NAME_CHARS,
     BOOT,
-    MARKER_VARIABLE,
     OUTPUT_GRACE,
     OUTPUT_IDLE,
     JobControl,
     OutputPump,
+    check_env,
+    kill_all_script,
+    kill_command_script,
 )
 from hermes_sandbox.base import Sandbox
 from hermes_sandbox.errors import (
@@ -167,7 +166,7 @@ class SSHSandbox(Sandbox):
                 f"ssh backend cannot enforce {', '.join(limits)} on a remote account; "
                 "remove them or use the docker or singularity backend"
             )
-        _check_env_names(options.env)
+        check_env(options.env, "ssh")
         self._shared: SSHClientConnection | None = extra.get("connection")
         if self._shared is not None and not isinstance(self._shared, asyncssh.SSHClientConnection):
             raise ValueError("ssh backend: connection must be an asyncssh.SSHClientConnection")
@@ -330,13 +329,7 @@ class SSHSandbox(Sandbox):
                 return
             # The connection died: reconnect once to clean up what the sandbox left.
             self._conn = await asyncio.wait_for(self._connect(), RECONNECT_TIMEOUT)
-        script = ""
-        if self._groups:
-            targets = " " + " ".join(f"{g}:{s}" for g, s in sorted(self._groups)) + " "
-            script += f"bash -c {shlex.quote(_KILL_GROUPS)} _ {shlex.quote(targets)}\n"
-        if self._runs:
-            pattern = f"^{MARKER_VARIABLE}={self._mark}\\.[0-9]+$"
-            script += f"bash -c {shlex.quote(_SWEEP)} _ {shlex.quote(pattern)}\n"
+        script = kill_all_script(self._groups, self._mark, ran=self._runs > 0)
         script += (
             f"rm -rf -- {shlex.quote(self.root_dir)} {shlex.quote(self._state_dir)} "
             f"{shlex.quote(self._state_dir)}.*\n"
@@ -428,11 +421,7 @@ class SSHSandbox(Sandbox):
         (through a second channel)."""
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(control.ready.wait()), 5)
-        script = ""
-        if control.group is not None:
-            script += f"kill -9 -- -{control.group[0]} 2>/dev/null\n"
-        pattern = f"^{MARKER_VARIABLE}={re.escape(marker)}$"
-        script += f"bash -c {shlex.quote(_SWEEP)} _ {shlex.quote(pattern)}\n"
+        script = kill_command_script(control.group, marker)
         with contextlib.suppress(Exception):
             await self._pipe(script, timeout=HOUSEKEEPING_TIMEOUT)
 
@@ -584,17 +573,6 @@ def _os_error(exc: Exception, path: str) -> OSError:
         if isinstance(exc, getattr(asyncssh, name)):
             return cls(code, str(getattr(exc, "reason", exc)) or cls.__name__, path)
     return OSError(errno.EIO, f"sftp: {getattr(exc, 'reason', exc)}", path)
-
-
-def _check_env_names(env: Mapping[str, str]) -> None:
-    bad = [name for name in env if not _ENV_NAME.match(name)]
-    if bad:
-        raise ValueError(f"ssh backend: invalid environment variable name(s): {bad!r}")
-    if MARKER_VARIABLE in env:
-        raise ValueError(f"ssh backend: env: {MARKER_VARIABLE} is reserved by the sandbox")
-    nonstr = [name for name, value in env.items() if not isinstance(value, str)]
-    if nonstr:
-        raise ValueError(f"ssh backend: env values must be strings: {nonstr!r}")
 
 
 def _port_option(extra: Mapping[str, Any]) -> int:
