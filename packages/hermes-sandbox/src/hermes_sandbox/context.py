@@ -46,6 +46,7 @@ from typing import Any, Protocol, Self, TypeVar, cast
 from hermes_sandbox.base import Sandbox
 from hermes_sandbox.errors import SandboxClosedError, SandboxError
 from hermes_sandbox.pool import SandboxPool
+from hermes_sandbox.teardown import finish
 from hermes_sandbox.tools import sandbox_tools
 from hermes_sandbox.tools.browser import (
     BrowserPageError,
@@ -578,4 +579,4 @@ class ToolContext:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await asyncio.shield(self.acleanup())
+        await finish(self.acleanup())

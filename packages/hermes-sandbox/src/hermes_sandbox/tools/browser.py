@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, Self
 
+from hermes_sandbox.teardown import finish
 from hermes_sandbox.tools.loopthread import LoopThread
 from hermes_sandbox.tools.spec import SandboxTool
 from hermes_sandbox.tools.web import check_url, html_to_text
@@ -131,7 +132,7 @@ class ChromiumBrowser:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await asyncio.shield(self.close())
+        await finish(self.close())
 
     # public API -------------------------------------------------------------------------
     async def navigate(self, task_id: str, url: str) -> dict[str, Any]:
