@@ -129,7 +129,6 @@ class MarkerScanner:
         if self._pos or self._carry or self._body:
             raise RuntimeError("scan() needs a fresh scanner; use feed() and finish()")
         out: list[Segment] = []
-        regions = self._regions
         region, by_text = self._region, self._opened_by_text
         self._region = None
         ahead: dict[str, int] = {}
@@ -147,19 +146,7 @@ class MarkerScanner:
                 region = None
             if pos >= size:
                 return out
-            found, chosen = -1, None
-            for candidate in regions:
-                marker = candidate.start
-                index = ahead.get(marker, -2)
-                if index < pos and index != -1:
-                    index = text.find(marker, pos)
-                    ahead[marker] = index
-                if index >= 0 and (
-                    chosen is None
-                    or index < found
-                    or (index == found and len(marker) > len(chosen.start))
-                ):
-                    found, chosen = index, candidate
+            found, chosen = self._next_opener(text, pos, ahead)
             if chosen is None or (size - found < longest and self._cut_short(text, found, chosen)):
                 out.append(Content(text[pos:]))
                 return out
@@ -168,9 +155,29 @@ class MarkerScanner:
             pos = found + len(chosen.start)
             region, by_text = chosen, True
 
+    def _next_opener(self, s: str, i: int, ahead: dict[str, int]) -> tuple[int, Region | None]:
+        """The first opening marker at or after ``i`` (the longest of those starting at the
+        same place) and its region, or ``(-1, None)``. ``ahead`` remembers each marker's
+        next index (-1: none left), so that each is searched for once per occurrence."""
+        found, chosen = -1, None
+        for candidate in self._regions:
+            marker = candidate.start
+            index = ahead.get(marker, -2)
+            if index < i and index != -1:  # unknown (-2) or behind us: search again
+                index = s.find(marker, i)
+                ahead[marker] = index
+            if index >= 0 and (
+                chosen is None
+                or index < found
+                or (index == found and len(marker) > len(chosen.start))
+            ):
+                found, chosen = index, candidate
+        return found, chosen
+
     def _cut_short(self, text: str, found: int, region: Region) -> bool:
-        """Whether a longer marker begins at ``found`` but the text ends inside it (then
-        the text from ``found`` on is content, as ``finish`` would leave it)."""
+        """Whether a longer marker than ``region``'s begins at ``found`` but ``text`` ends
+        inside it (``scan``: the rest is content, as ``finish`` would leave it; ``feed``:
+        it may still complete in the next chunk)."""
         rest = len(text) - found
         return any(
             len(region.start) < len(other.start) > rest and other.start.startswith(text[found:])
@@ -180,30 +187,17 @@ class MarkerScanner:
     # content mode ---------------------------------------------------------------
     def _scan_content(self, s: str, i: int, ahead: dict[str, int], out: list[Segment]) -> int:
         """Emit content from ``s[i:]`` up to the next opening marker; return the new index."""
-        found, found_len, region = -1, 0, None
-        for candidate in self._regions:
-            marker = candidate.start
-            index = ahead.get(marker, -2)
-            if index < i and index != -1:  # unknown (-2) or behind us: search again
-                index = s.find(marker, i)
-                ahead[marker] = index
-            if index >= 0 and (
-                found < 0 or index < found or (index == found and len(marker) > found_len)
-            ):
-                found, found_len, region = index, len(marker), candidate
+        found, region = self._next_opener(s, i, ahead)
         if region is None:
             keep = _pending_prefix(s, self._markers)
             self._emit_content(s[i : len(s) - keep], out)
             self._carry = s[len(s) - keep :]
             return len(s)
-        # A longer marker that also starts here might still be completing.
-        rest = len(s) - found
-        for candidate in self._regions:
-            longer = candidate.start
-            if len(region.start) < len(longer) > rest and longer.startswith(s[found:]):
-                self._emit_content(s[i:found], out)
-                self._carry = s[found:]
-                return len(s)
+        if len(s) - found < self._longest and self._cut_short(s, found, region):
+            # A longer marker that also starts here might still be completing.
+            self._emit_content(s[i:found], out)
+            self._carry = s[found:]
+            return len(s)
         self._emit_content(s[i:found], out)
         self._pos += len(region.start)
         self._enter(region)
