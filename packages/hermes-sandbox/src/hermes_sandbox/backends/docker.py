@@ -351,21 +351,22 @@ class DockerDaemon:
         docker = _sdk()
         try:
             await self.call(self.api.remove_container, container, force=True)
-        except docker.errors.NotFound:
-            return
         except docker.errors.APIError as exc:
-            if exc.status_code == 409 and "in progress" in _explain(exc):
+            if _removal_under_way(exc):
                 await self._wait_gone(container)
-                return
-            raise
+            elif not isinstance(exc, docker.errors.NotFound):
+                raise
 
     def remove_container_now(self, container: str) -> None:
         """Force-remove a container, blocking (for teardown without an event loop); logs
-        instead of raising."""
+        instead of raising. A removal the daemon already has under way is left to it."""
+        docker = _sdk()
         try:
             self.api.remove_container(container, force=True)
+        except docker.errors.NotFound:
+            return
         except Exception as exc:
-            if "NotFound" not in type(exc).__name__ and "in progress" not in str(exc):
+            if not _removal_under_way(exc):
                 log.warning("docker: could not remove container %s: %s", container[:12], exc)
 
     async def _wait_gone(self, container: str) -> None:
@@ -550,6 +551,11 @@ class DockerDaemon:
         """The tar of ``path`` as chunks (blocking iteration)."""
         bits, _ = self.api.get_archive(container, path, chunk_size=_CHUNK)
         return iter(bits)
+
+
+def _removal_under_way(exc: BaseException) -> bool:
+    """Whether the daemon refused a removal because one is already in progress."""
+    return getattr(exc, "status_code", None) == 409 and "in progress" in _explain(exc)
 
 
 def _explain(exc: Any) -> str:
