@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -225,11 +227,13 @@ async def test_keeper_removes_an_abandoned_container(setup: DockerSetup, api: An
         RUN_ID,
         ContainerSpec,
         DockerDaemon,
+        start_container,
     )
 
     daemon = await DockerDaemon.connect()
     try:
-        container = await daemon.start_container(
+        container = await start_container(
+            daemon,
             ContainerSpec(image=setup.image),
             labels={LABEL: "1", LABEL_RUN: RUN_ID},
             deadlines=(2, 2),
@@ -268,7 +272,7 @@ async def test_background_process_survives_a_finished_command(setup: DockerSetup
 # the warm pool
 # --------------------------------------------------------------------------------------
 async def test_warm_pool_start_is_fast(setup: DockerSetup) -> None:
-    from hermes_sandbox.backends.docker_pool import DockerWarmPool
+    from hermes_sandbox.backends.docker import DockerWarmPool
 
     async with DockerWarmPool(size=2, image=setup.image) as warm:
         assert len(warm) == 2
@@ -292,7 +296,7 @@ async def _refilled(warm: Any, size: int) -> None:
 
 
 async def test_warm_pool_spec_mismatch_starts_a_fresh_container(setup: DockerSetup) -> None:
-    from hermes_sandbox.backends.docker_pool import DockerWarmPool
+    from hermes_sandbox.backends.docker import DockerWarmPool
 
     async with DockerWarmPool(size=1, image=setup.image) as warm:
         ready = {container for container, _ in warm._idle}
@@ -303,7 +307,7 @@ async def test_warm_pool_spec_mismatch_starts_a_fresh_container(setup: DockerSet
 
 async def test_warm_pool_container_that_died_is_replaced(setup: DockerSetup, api: Any) -> None:
     from hermes_sandbox import SandboxPool
-    from hermes_sandbox.backends.docker_pool import DockerWarmPool
+    from hermes_sandbox.backends.docker import DockerWarmPool
 
     async with DockerWarmPool(size=1, image=setup.image) as warm:
         (dead, _) = warm._idle[0]
@@ -315,8 +319,7 @@ async def test_warm_pool_container_that_died_is_replaced(setup: DockerSetup, api
 
 
 async def test_warm_pool_close_removes_idle_containers(setup: DockerSetup) -> None:
-    from hermes_sandbox.backends.docker import RUN_ID, list_containers
-    from hermes_sandbox.backends.docker_pool import DockerWarmPool
+    from hermes_sandbox.backends.docker import RUN_ID, DockerWarmPool, list_containers
 
     warm = await DockerWarmPool(size=3, image=setup.image).start()
     assert len(list_containers(run_id=RUN_ID)) == 3
@@ -326,7 +329,7 @@ async def test_warm_pool_close_removes_idle_containers(setup: DockerSetup) -> No
 
 
 async def test_warm_pool_reports_a_missing_image(setup: DockerSetup) -> None:
-    from hermes_sandbox.backends.docker_pool import DockerWarmPool
+    from hermes_sandbox.backends.docker import DockerWarmPool
 
     with pytest.raises(SandboxStartError, match="not on the daemon"):
         await DockerWarmPool(size=1, image="hermes-sandbox/absent:none").start()
@@ -373,7 +376,7 @@ async def test_write_file_in_workdir_is_seen_by_commands(setup: DockerSetup) -> 
 async def test_missing_image_says_how_to_build(setup: DockerSetup) -> None:
     sb = create_sandbox("docker", image="hermes-sandbox/debian:missing")
     with pytest.raises(
-        SandboxStartError, match=r"python -m hermes_sandbox\.backends\.docker_image"
+        SandboxStartError, match=r"python -m hermes_sandbox\.backends\.docker build"
     ):
         await sb.start()
     await sb.close()
@@ -389,7 +392,7 @@ async def test_unreachable_daemon_is_explained(tmp_path: Any) -> None:
 
 
 def test_unknown_and_bad_options_are_rejected() -> None:
-    with pytest.raises(ValueError, match=r"unknown option.*'colour'"):
+    with pytest.raises(ValueError, match=r"unknown option.*colour"):
         create_sandbox("docker", colour="red")
     with pytest.raises(ValueError, match="needs network=True"):
         create_sandbox("docker", network_mode="host")
@@ -414,12 +417,40 @@ def test_network_on_uses_bridge_unless_told() -> None:
 # images
 # --------------------------------------------------------------------------------------
 def test_image_builder_cli(setup: DockerSetup, capsys: pytest.CaptureFixture[str]) -> None:
-    from hermes_sandbox.backends.docker_image import BUSYBOX_IMAGE, main
+    from hermes_sandbox.backends.docker import BUSYBOX_IMAGE
+    from hermes_sandbox.backends.docker.cli import main
 
     assert main(["exists", "--kind", "busybox"]) == 0
     assert main(["exists", "--tag", "hermes-sandbox/none:none", "--kind", "busybox"]) == 1
     assert main(["build", "--kind", "busybox"]) == 0  # cached: nothing rebuilt
     assert BUSYBOX_IMAGE in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "module", ["hermes_sandbox.backends.docker", "hermes_sandbox.backends.docker_image"]
+)
+def test_image_builder_runs_as_a_module(setup: DockerSetup, module: str) -> None:
+    """The command line runs with ``python -m`` from its home and its old path, without
+    the warning ``-m`` gives for a module its package already imported."""
+    done = subprocess.run(
+        [sys.executable, "-W", "error", "-m", module, "exists", "--kind", "busybox"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+
+
+def test_old_import_paths_name_the_same_objects() -> None:
+    from hermes_sandbox.backends import docker, docker_image, docker_pool
+    from hermes_sandbox.backends.docker import image, pool
+
+    assert docker_pool.DockerWarmPool is pool.DockerWarmPool is docker.DockerWarmPool
+    assert docker_image.ImageBuildError is image.ImageBuildError is docker.ImageBuildError
+    assert docker_image.build_image is image.build_image
+    assert docker_image.main is docker.cli.main
 
 
 async def test_busybox_image_runs_the_shell_session(setup: DockerSetup) -> None:
