@@ -77,6 +77,39 @@ async def test_limits_are_applied(setup: DockerSetup, api: Any) -> None:
         assert inside.output.strip() == "100"
 
 
+async def test_one_cpu_by_default(setup: DockerSetup, api: Any) -> None:
+    """Without ``cpus`` a container may use one CPU (a fork bomb or a busy loop cannot
+    take the whole host); the option overrides it (``test_limits_are_applied``)."""
+    async with sandbox(setup) as sb:
+        host = (await asyncio.to_thread(api.inspect_container, sb.container_id))["HostConfig"]
+        assert host["NanoCpus"] == 1_000_000_000
+        inside = await sb.exec(
+            "cat /sys/fs/cgroup/cpu.max 2>/dev/null || "
+            "echo $(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/cpu/cpu.cfs_period_us)"
+        )
+        quota, period = map(int, inside.output.split())
+        assert quota == period  # one CPU's worth of time per period
+
+
+@pytest.mark.parametrize("bad", [0, -1, 0.001, float("nan"), float("inf"), "2", True])
+def test_bad_cpus_are_rejected_naming_the_option(bad: object) -> None:
+    from hermes_sandbox.backends.docker import DockerWarmPool
+
+    with pytest.raises(ValueError, match=r"option 'cpus' must be a number .* at least 0\.01"):
+        create_sandbox("docker", cpus=bad)
+    with pytest.raises(ValueError, match=r"option 'cpus'"):
+        DockerWarmPool(size=1, cpus=bad)
+
+
+async def test_more_cpus_than_the_host_has_is_explained(setup: DockerSetup) -> None:
+    sb = create_sandbox("docker", image=setup.image, cpus=4096)
+    with pytest.raises(
+        SandboxStartError, match=r"option 'cpus' \(4096\) asks for more CPUs than the daemon"
+    ):
+        await sb.start()
+    await sb.close()
+
+
 async def test_default_pids_limit_and_network_none(setup: DockerSetup, api: Any) -> None:
     async with sandbox(setup) as sb:
         info = await asyncio.to_thread(api.inspect_container, sb.container_id)

@@ -2,7 +2,7 @@
 
 Each sandbox is a container started from a locally built image (see ``image``): network
 off (``network_mode="none"``) unless ``network=True``, never privileged,
-``no-new-privileges``, a CPU limit when ``cpus`` is given, a process limit
+``no-new-privileges``, a CPU limit (``cpus``, 1 CPU by default), a process limit
 (``pids_limit``, 256 by default, so a fork bomb stays inside), a memory limit when
 ``memory_mb`` is given, and a tiny init (docker's ``--init``) whose child, the *keeper*,
 holds the container open, removes it after ``terminal_lifetime`` should the host process
@@ -54,6 +54,7 @@ from hermes_sandbox.backends.docker._labels import (
 from hermes_sandbox.backends.docker._launch import LIFETIME_GRACE, start_container
 from hermes_sandbox.backends.docker._sandbox import DockerSandbox
 from hermes_sandbox.backends.docker._spec import (
+    DEFAULT_CPUS,
     DEFAULT_PIDS_LIMIT,
     ContainerSpec,
 )
@@ -68,6 +69,7 @@ from hermes_sandbox.backends.docker.pool import DockerWarmPool
 
 __all__ = [
     "BUSYBOX_IMAGE",
+    "DEFAULT_CPUS",
     "DEFAULT_IMAGE",
     "DEFAULT_PIDS_LIMIT",
     "LABEL",

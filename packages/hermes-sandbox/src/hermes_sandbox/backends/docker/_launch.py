@@ -89,7 +89,7 @@ def _create_and_start(
         pids_limit=spec.pids_limit,
         mem_limit=memory,
         memswap_limit=memory,
-        nano_cpus=round(spec.cpus * 1e9) if spec.cpus else None,
+        nano_cpus=round(spec.cpus * 1e9),
         runtime=spec.runtime,
     )
     keeper_args = [str(min(max(int(d), 1), 10**8)) for d in deadlines]
@@ -127,6 +127,11 @@ def _create_and_start(
 
 def _hint(explanation: str, spec: ContainerSpec) -> str:
     """What to do about a refusal of the daemon, as a tail for the error message."""
+    if "Range of CPUs" in explanation:
+        return (
+            f"; option 'cpus' ({spec.cpus:g}) asks for more CPUs than the daemon's host has: "
+            "pass at most the number above"
+        )
     if "bash" in explanation:
         return "; the docker backend needs bash in the image"
     if "init" in explanation:

@@ -42,7 +42,8 @@ class DockerSandbox(Sandbox):
     ``$DOCKER_HOST`` or ``unix:///var/run/docker.sock``), ``pool`` (a ``DockerWarmPool`` to
     take a pre-started container from), ``runtime`` (an OCI runtime such as ``runsc``),
     ``network_mode`` (with ``network=True``; default ``bridge``), ``labels``.
-    Defaults: image ``hermes-sandbox/debian:bookworm``, ``pids_limit`` 256, network off.
+    Defaults: image ``hermes-sandbox/debian:bookworm``, ``cpus`` 1, ``pids_limit`` 256,
+    network off.
 
     Raises:
         ValueError: (at construction) for unknown or ill-typed options, naming the option.

@@ -5,6 +5,7 @@ A warm-pool container serves a sandbox whose spec is equal to the pool's.
 
 from __future__ import annotations
 
+import math
 import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -14,11 +15,16 @@ from hermes_sandbox.backends._remote import check_extra
 from hermes_sandbox.backends.docker.image import DEFAULT_IMAGE
 from hermes_sandbox.options import SandboxOptions
 
-__all__ = ["DEFAULT_PIDS_LIMIT", "EXTRA_KEYS", "ContainerSpec"]
+__all__ = ["DEFAULT_CPUS", "DEFAULT_PIDS_LIMIT", "EXTRA_KEYS", "MIN_CPUS", "ContainerSpec"]
 
 #: Processes a container may hold unless ``pids_limit`` says otherwise (a fork bomb stays
 #: inside).
 DEFAULT_PIDS_LIMIT: Final = 256
+#: CPUs a container may use unless ``cpus`` says otherwise, so a busy (or hostile)
+#: command cannot take the whole host.
+DEFAULT_CPUS: Final = 1.0
+#: The smallest CPU limit the daemon accepts.
+MIN_CPUS: Final = 0.01
 #: The docker backend's options beyond ``SandboxOptions``.
 EXTRA_KEYS: Final = frozenset({"base_url", "pool", "runtime", "network_mode", "labels"})
 
@@ -30,7 +36,7 @@ class ContainerSpec:
 
     image: str = DEFAULT_IMAGE
     workdir: str = "/workspace"
-    cpus: float | None = None
+    cpus: float = DEFAULT_CPUS
     memory_mb: int | None = None
     pids_limit: int = DEFAULT_PIDS_LIMIT
     network_mode: str = "none"
@@ -66,8 +72,6 @@ class ContainerSpec:
             network_mode = "none"
         elif network_mode in (None, "none"):
             network_mode = "bridge"
-        if options.cpus is not None and options.cpus <= 0:
-            raise ValueError(f"docker: cpus must be positive, got {options.cpus!r}")
         if options.memory_mb is not None and options.memory_mb < 6:
             raise ValueError(f"docker: memory_mb must be at least 6, got {options.memory_mb!r}")
         pids = DEFAULT_PIDS_LIMIT if options.pids_limit is None else options.pids_limit
@@ -78,7 +82,7 @@ class ContainerSpec:
         return cls(
             image=options.image or DEFAULT_IMAGE,
             workdir=workdir,
-            cpus=options.cpus,
+            cpus=_cpus(options.cpus),
             memory_mb=options.memory_mb,
             pids_limit=pids,
             network_mode=str(network_mode),
@@ -86,3 +90,24 @@ class ContainerSpec:
             lifetime=options.terminal_lifetime,
             labels=tuple(sorted(labels.items())),
         )
+
+
+def _cpus(cpus: object) -> float:
+    """The CPU limit for option ``cpus`` (``None``: ``DEFAULT_CPUS``).
+
+    Raises:
+        ValueError: for anything but a finite number of at least ``MIN_CPUS``.
+    """
+    if cpus is None:
+        return DEFAULT_CPUS
+    if (
+        isinstance(cpus, bool)
+        or not isinstance(cpus, int | float)
+        or not math.isfinite(cpus)
+        or cpus < MIN_CPUS
+    ):
+        raise ValueError(
+            f"docker: option 'cpus' must be a number of CPUs of at least {MIN_CPUS} "
+            f"(e.g. 0.5 or 2), got {cpus!r}; leave it unset for the default of {DEFAULT_CPUS:g}"
+        )
+    return float(cpus)
