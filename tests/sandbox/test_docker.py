@@ -8,7 +8,9 @@ import contextlib
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -503,3 +505,112 @@ async def test_binary_output_and_large_output_are_bounded(setup: DockerSetup) ->
         assert len(result.output) < 1200
         raw = await sb.exec("printf '\\xff\\xfeok'")
         assert raw.output.endswith("ok")
+
+
+# --------------------------------------------------------------------------------------
+# images from a Dockerfile
+# --------------------------------------------------------------------------------------
+@pytest.fixture
+def image_tags(api: Any) -> Iterator[list[str]]:
+    """Tags a test builds; removed afterwards."""
+    tags: list[str] = []
+    yield tags
+    for tag in tags:
+        with contextlib.suppress(Exception):
+            api.remove_image(tag, force=True)
+
+
+def _new_tag(tags: list[str]) -> str:
+    tags.append(f"hermes-test/dockerfile-{uuid.uuid4().hex[:8]}:1")
+    return tags[-1]
+
+
+async def test_dockerfile_image_is_built_offline_and_cached_by_its_inputs(
+    setup: DockerSetup, api: Any, tmp_path: Path, image_tags: list[str]
+) -> None:
+    from hermes_sandbox.backends.docker import build_dockerfile_image
+
+    (tmp_path / "Dockerfile").write_text(
+        f"FROM {setup.small_image}\n"
+        "COPY . /ctx\n"
+        "RUN cp /ctx/hello.txt /copy.txt && ls /sys/class/net > /net.txt\n"
+    )
+    (tmp_path / "hello.txt").write_text("hi\n")
+    (tmp_path / "secret.txt").write_text("not for the image\n")
+    (tmp_path / ".dockerignore").write_text("# comment\nsecret.txt\n")
+    tag = _new_tag(image_tags)
+    assert await build_dockerfile_image(tmp_path, tag, timeout=120) == tag
+    first = (await asyncio.to_thread(api.inspect_image, tag))["Id"]
+    async with sandbox(setup, image=tag) as sb:
+        assert await sb.read_file("/copy.txt") == b"hi\n"
+        assert (await sb.read_file("/net.txt")).split() == [b"lo"]  # built with no network
+        assert (await sb.exec("ls /ctx")).output.split() == ["Dockerfile", "hello.txt"]
+
+    (tmp_path / "secret.txt").write_text("changed, but ignored\n")
+    await build_dockerfile_image(tmp_path, tag, timeout=120)
+    assert (await asyncio.to_thread(api.inspect_image, tag))["Id"] == first  # cached
+
+    (tmp_path / "hello.txt").write_text("changed\n")
+    await build_dockerfile_image(tmp_path, tag, timeout=120)
+    second = (await asyncio.to_thread(api.inspect_image, tag))["Id"]
+    assert second != first
+    found = await asyncio.to_thread(api.images, all=True, quiet=True)
+    assert first not in found  # the replaced image is removed
+
+
+async def test_dockerfile_build_errors_say_what_failed(
+    setup: DockerSetup, tmp_path: Path, image_tags: list[str]
+) -> None:
+    from hermes_sandbox.backends.docker import ImageBuildError, build_dockerfile_image
+
+    (tmp_path / "Dockerfile").write_text(
+        f"FROM {setup.small_image}\nRUN echo about-to-fail && false\n"
+    )
+    (tmp_path / "Dockerfile.absent").write_text("FROM hermes-sandbox/absent:none\n")
+    with pytest.raises(ImageBuildError, match=r"(?s)failed at Step 2/\d : RUN.*about-to-fail"):
+        await build_dockerfile_image(tmp_path, _new_tag(image_tags), timeout=120)
+    with pytest.raises(ImageBuildError, match="FROM image must already be on the daemon"):
+        await build_dockerfile_image(
+            tmp_path, _new_tag(image_tags), dockerfile="Dockerfile.absent", timeout=120
+        )
+    with pytest.raises(ImageBuildError, match=r"no Dockerfile 'nope' inside the build context"):
+        await build_dockerfile_image(tmp_path, "hermes-test/x:1", dockerfile="nope")
+    with pytest.raises(ImageBuildError, match="not a directory"):
+        await build_dockerfile_image(tmp_path / "none", "hermes-test/x:1")
+    with pytest.raises(ValueError, match="timeout must be a positive"):
+        await build_dockerfile_image(tmp_path, "hermes-test/x:1", timeout=0)
+    with pytest.raises(ValueError, match="tag must be an image name"):
+        await build_dockerfile_image(tmp_path, "has space")
+
+
+@pytest.mark.parametrize("how", ["timeout", "cancel"])
+async def test_a_dockerfile_build_stopped_early_leaves_no_container(
+    setup: DockerSetup, api: Any, tmp_path: Path, image_tags: list[str], how: str
+) -> None:
+    from hermes_sandbox.backends.docker import ImageBuildError, build_dockerfile_image
+
+    marker = f"build-{uuid.uuid4().hex[:8]}"
+    (tmp_path / "Dockerfile").write_text(
+        f"FROM {setup.small_image}\nRUN echo {marker} && sleep 300\n"
+    )
+    if how == "timeout":
+        with pytest.raises(ImageBuildError, match=r"took longer than 3s and was stopped"):
+            await build_dockerfile_image(tmp_path, _new_tag(image_tags), timeout=3)
+    else:
+        task = asyncio.ensure_future(
+            build_dockerfile_image(tmp_path, _new_tag(image_tags), timeout=300)
+        )
+        for _ in range(300):  # the step's container starts (up to 60 s under load)
+            if await _containers_running(api, marker):
+                break
+            await asyncio.sleep(0.2)
+        assert await _containers_running(api, marker)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert await _containers_running(api, marker) == []
+
+
+async def _containers_running(api: Any, marker: str) -> list[str]:
+    found = await asyncio.to_thread(api.containers, all=True)
+    return [c["Id"] for c in found if marker in c.get("Command", "")]

@@ -27,8 +27,9 @@ The modules, each importing only those above it in this list:
 - ``_errors``: ``DockerUnreachableError``, ``ImageBuildError``;
 - ``_stream``: ``ExecStream``, an exec's raw output stream;
 - ``_daemon``: ``DockerDaemon``, the wrapper of one daemon connection;
-- ``_rootfs``, ``image``: building base images (and images from a Dockerfile), cached
-  by tag; ``cli`` (``python -m hermes_sandbox.backends.docker``) builds them from a shell;
+- ``_cache``, ``_rootfs``, ``_dockerfile``, ``image``: building images, cached by tag: the
+  base images from Debian's packages, a task's image from its Dockerfile; ``cli``
+  (``python -m hermes_sandbox.backends.docker``) builds base images from a shell;
 - ``_labels``: ``RUN_ID`` and the labels on every container;
 - ``_spec``: ``ContainerSpec``, the options checked;
 - ``_scripts``: the bash the backend runs inside containers;
@@ -61,6 +62,7 @@ from hermes_sandbox.backends.docker._spec import (
 from hermes_sandbox.backends.docker.image import (
     BUSYBOX_IMAGE,
     DEFAULT_IMAGE,
+    build_dockerfile_image,
     build_image,
     ensure_image,
     image_exists,
@@ -84,6 +86,7 @@ __all__ = [
     "DockerUnreachableError",
     "DockerWarmPool",
     "ImageBuildError",
+    "build_dockerfile_image",
     "build_image",
     "ensure_image",
     "image_exists",

@@ -242,6 +242,21 @@ class DockerDaemon:
         code = info.get("ExitCode")
         return -1 if code is None else int(code)
 
+    async def open_socket(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """A raw connection to the daemon, for endpoints whose answer is read as it
+        streams (exec output, build progress); the caller closes the writer.
+
+        Raises:
+            DockerUnreachableError: if the daemon cannot be reached.
+        """
+        try:
+            if self._unix_path is not None:
+                return await asyncio.open_unix_connection(self._unix_path, limit=READ_LIMIT)
+            assert self._tcp is not None
+            return await asyncio.open_connection(*self._tcp, limit=READ_LIMIT)
+        except OSError as exc:
+            raise DockerUnreachableError(_unreachable_message(self.base_url, exc)) from exc
+
     async def exec_stream(self, exec_id: str) -> ExecStream:
         """Start an exec and return its output stream (read with asyncio).
 
@@ -250,17 +265,7 @@ class DockerDaemon:
             SandboxClosedError: if the exec's container is gone.
             SandboxError: for another refusal by the daemon.
         """
-        try:
-            if self._unix_path is not None:
-                reader, writer = await asyncio.open_unix_connection(
-                    self._unix_path, limit=READ_LIMIT
-                )
-            else:
-                assert self._tcp is not None
-                reader, writer = await asyncio.open_connection(*self._tcp, limit=READ_LIMIT)
-        except OSError as exc:
-            raise DockerUnreachableError(_unreachable_message(self.base_url, exc)) from exc
-        stream = ExecStream(reader, writer)
+        stream = ExecStream(*await self.open_socket())
         try:
             await stream.start(self.version, exec_id)
         except BaseException:

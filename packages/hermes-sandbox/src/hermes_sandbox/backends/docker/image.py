@@ -13,8 +13,13 @@ the daemon's import endpoint (what ``docker import`` does).
   limits: busybox's tools accept fewer options than GNU's, and a tool started under another
   name (``exec -a NAME sleep``) fails, since busybox picks the tool by its name.
 
+Images of a task are built from its Dockerfile and context directory with
+``await build_dockerfile_image(context, tag, timeout=...)``: network off, so ``FROM`` names
+one of the images above (or another image already on the daemon); see ``_dockerfile``.
+
 Building is skipped when the tag exists and carries the builder's current stamp (label
-``hermes-sandbox.image``); ``force=True`` rebuilds. From a shell::
+``hermes-sandbox.image``: the recipe, or a hash of a Dockerfile build's inputs);
+``force=True`` rebuilds. From a shell::
 
     python -m hermes_sandbox.backends.docker build              # debian
     python -m hermes_sandbox.backends.docker build --kind busybox
@@ -24,14 +29,23 @@ Building is skipped when the tag exists and carries the builder's current stamp 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from hermes_sandbox.backends.docker._cache import (
+    STAMP_LABEL,
+    confirm_built,
+    image_id,
+    is_current,
+)
 from hermes_sandbox.backends.docker._daemon import DockerDaemon
+from hermes_sandbox.backends.docker._dockerfile import (
+    DEFAULT_BUILD_TIMEOUT,
+    build_dockerfile_image,
+)
 from hermes_sandbox.backends.docker._errors import ImageBuildError
 from hermes_sandbox.backends.docker._rootfs import (
     DEBIAN_EXTRA_PACKAGES,
@@ -40,16 +54,17 @@ from hermes_sandbox.backends.docker._rootfs import (
     debian_rootfs,
     remove_tree,
 )
-from hermes_sandbox.backends.docker._sdk import load_sdk
 
 __all__ = [
     "BUSYBOX_IMAGE",
+    "DEFAULT_BUILD_TIMEOUT",
     "DEFAULT_IMAGE",
     "IMAGES",
     "STAMP_LABEL",
     "ImageBuildError",
     "build_busybox_image",
     "build_debian_image",
+    "build_dockerfile_image",
     "build_image",
     "ensure_image",
     "image_exists",
@@ -63,9 +78,8 @@ BUSYBOX_IMAGE: Final = "hermes-sandbox/busybox:bookworm"
 #: Image kinds and their default tags.
 IMAGES: Final = {"debian": DEFAULT_IMAGE, "busybox": BUSYBOX_IMAGE}
 
-#: Label naming how an image was built; a cached image whose stamp differs from the
-#: builder's current one is rebuilt by ``build``.
-STAMP_LABEL: Final = "hermes-sandbox.image"
+#: The current recipe of each kind (label ``STAMP_LABEL``); an image of an older one is
+#: rebuilt.
 STAMPS: Final = {"debian": "debian-1", "busybox": "busybox-2"}
 
 _PATH: Final = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -100,7 +114,7 @@ def image_exists(tag: str, *, base_url: str | None = None) -> bool:
     """
     daemon = DockerDaemon.open(base_url)
     try:
-        return _image_id(daemon.api, tag) is not None
+        return image_id(daemon.api, tag) is not None
     finally:
         daemon.close()
 
@@ -110,47 +124,12 @@ def _import(api: Any, source: str | bytes, tag: str, stamp: str) -> None:
     if not repository or "/" in version:
         repository, version = tag, "latest"
     changes = [*_CHANGES, f"LABEL {STAMP_LABEL}={stamp}"]
-    previous = _image_id(api, tag)
+    previous = image_id(api, tag)
     if isinstance(source, bytes):
         api.import_image_from_data(source, repository=repository, tag=version, changes=changes)
     else:
         api.import_image_from_file(source, repository=repository, tag=version, changes=changes)
-    _drop_replaced(api, tag, previous)
-
-
-def _drop_replaced(api: Any, tag: str, previous: str | None) -> None:
-    """Check ``tag`` now exists; remove the image it replaced (``previous``), unless a
-    container still uses that one.
-
-    Raises:
-        ImageBuildError: if ``tag`` is absent.
-    """
-    current = _image_id(api, tag)
-    if current is None:
-        raise ImageBuildError(f"building {tag} reported no error but the image is absent")
-    if previous is not None and previous != current:
-        with contextlib.suppress(Exception):
-            api.remove_image(previous)
-
-
-def _image_id(api: Any, tag: str) -> str | None:
-    try:
-        return str(api.inspect_image(tag)["Id"])
-    except load_sdk().errors.ImageNotFound:
-        return None
-
-
-def _is_current(api: Any, tag: str, stamp: str) -> bool:
-    """Whether ``tag`` exists and was made by this builder's current recipe."""
-    try:
-        info = api.inspect_image(tag)
-    except load_sdk().errors.ImageNotFound:
-        return False
-    labels = (info.get("Config") or {}).get("Labels") or {}
-    if labels.get(STAMP_LABEL) == stamp:
-        return True
-    log.info("image %s exists but is not the current build (%s); rebuilding", tag, stamp)
-    return False
+    confirm_built(api, tag, previous)
 
 
 # --------------------------------------------------------------------------------------
@@ -212,8 +191,7 @@ def build_debian_image(
     """
     daemon = DockerDaemon.open(base_url)
     try:
-        if not force and _is_current(daemon.api, tag, STAMPS["debian"]):
-            log.info("image %s exists; not rebuilding", tag)
+        if not force and is_current(daemon.api, tag, STAMPS["debian"]):
             return tag
         work = Path(tempfile.mkdtemp(prefix="hermes-image-", dir="/var/tmp"))
         try:
@@ -240,8 +218,7 @@ def build_busybox_image(
     """
     daemon = DockerDaemon.open(base_url)
     try:
-        if not force and _is_current(daemon.api, tag, STAMPS["busybox"]):
-            log.info("image %s exists; not rebuilding", tag)
+        if not force and is_current(daemon.api, tag, STAMPS["busybox"]):
             return tag
         archive = busybox_rootfs()
         log.info("importing %s (%d KB)", tag, len(archive) >> 10)
