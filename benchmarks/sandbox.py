@@ -98,7 +98,7 @@ async def creates(backend: str, count: int, **options: object) -> list[float]:
 async def warm_creates(count: int) -> list[float]:
     """Seconds to start a docker sandbox that takes a ready container from a
     ``DockerWarmPool`` (refilled in the background between samples)."""
-    from hermes_sandbox.backends.docker_pool import DockerWarmPool
+    from hermes_sandbox.backends.docker import DockerWarmPool
 
     samples = []
     async with DockerWarmPool(size=2) as pool:

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import subprocess
+import sys
 import time
+import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -73,6 +77,39 @@ async def test_limits_are_applied(setup: DockerSetup, api: Any) -> None:
             "cat /sys/fs/cgroup/pids/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids.max"
         )
         assert inside.output.strip() == "100"
+
+
+async def test_one_cpu_by_default(setup: DockerSetup, api: Any) -> None:
+    """Without ``cpus`` a container may use one CPU (a fork bomb or a busy loop cannot
+    take the whole host); the option overrides it (``test_limits_are_applied``)."""
+    async with sandbox(setup) as sb:
+        host = (await asyncio.to_thread(api.inspect_container, sb.container_id))["HostConfig"]
+        assert host["NanoCpus"] == 1_000_000_000
+        inside = await sb.exec(
+            "cat /sys/fs/cgroup/cpu.max 2>/dev/null || "
+            "echo $(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us /sys/fs/cgroup/cpu/cpu.cfs_period_us)"
+        )
+        quota, period = map(int, inside.output.split())
+        assert quota == period  # one CPU's worth of time per period
+
+
+@pytest.mark.parametrize("bad", [0, -1, 0.001, float("nan"), float("inf"), "2", True])
+def test_bad_cpus_are_rejected_naming_the_option(bad: object) -> None:
+    from hermes_sandbox.backends.docker import DockerWarmPool
+
+    with pytest.raises(ValueError, match=r"option 'cpus' must be a number .* at least 0\.01"):
+        create_sandbox("docker", cpus=bad)
+    with pytest.raises(ValueError, match=r"option 'cpus'"):
+        DockerWarmPool(size=1, cpus=bad)
+
+
+async def test_more_cpus_than_the_host_has_is_explained(setup: DockerSetup) -> None:
+    sb = create_sandbox("docker", image=setup.image, cpus=4096)
+    with pytest.raises(
+        SandboxStartError, match=r"option 'cpus' \(4096\) asks for more CPUs than the daemon"
+    ):
+        await sb.start()
+    await sb.close()
 
 
 async def test_default_pids_limit_and_network_none(setup: DockerSetup, api: Any) -> None:
@@ -225,11 +262,13 @@ async def test_keeper_removes_an_abandoned_container(setup: DockerSetup, api: An
         RUN_ID,
         ContainerSpec,
         DockerDaemon,
+        start_container,
     )
 
     daemon = await DockerDaemon.connect()
     try:
-        container = await daemon.start_container(
+        container = await start_container(
+            daemon,
             ContainerSpec(image=setup.image),
             labels={LABEL: "1", LABEL_RUN: RUN_ID},
             deadlines=(2, 2),
@@ -268,7 +307,7 @@ async def test_background_process_survives_a_finished_command(setup: DockerSetup
 # the warm pool
 # --------------------------------------------------------------------------------------
 async def test_warm_pool_start_is_fast(setup: DockerSetup) -> None:
-    from hermes_sandbox.backends.docker_pool import DockerWarmPool
+    from hermes_sandbox.backends.docker import DockerWarmPool
 
     async with DockerWarmPool(size=2, image=setup.image) as warm:
         assert len(warm) == 2
@@ -292,7 +331,7 @@ async def _refilled(warm: Any, size: int) -> None:
 
 
 async def test_warm_pool_spec_mismatch_starts_a_fresh_container(setup: DockerSetup) -> None:
-    from hermes_sandbox.backends.docker_pool import DockerWarmPool
+    from hermes_sandbox.backends.docker import DockerWarmPool
 
     async with DockerWarmPool(size=1, image=setup.image) as warm:
         ready = {container for container, _ in warm._idle}
@@ -303,7 +342,7 @@ async def test_warm_pool_spec_mismatch_starts_a_fresh_container(setup: DockerSet
 
 async def test_warm_pool_container_that_died_is_replaced(setup: DockerSetup, api: Any) -> None:
     from hermes_sandbox import SandboxPool
-    from hermes_sandbox.backends.docker_pool import DockerWarmPool
+    from hermes_sandbox.backends.docker import DockerWarmPool
 
     async with DockerWarmPool(size=1, image=setup.image) as warm:
         (dead, _) = warm._idle[0]
@@ -315,8 +354,7 @@ async def test_warm_pool_container_that_died_is_replaced(setup: DockerSetup, api
 
 
 async def test_warm_pool_close_removes_idle_containers(setup: DockerSetup) -> None:
-    from hermes_sandbox.backends.docker import RUN_ID, list_containers
-    from hermes_sandbox.backends.docker_pool import DockerWarmPool
+    from hermes_sandbox.backends.docker import RUN_ID, DockerWarmPool, list_containers
 
     warm = await DockerWarmPool(size=3, image=setup.image).start()
     assert len(list_containers(run_id=RUN_ID)) == 3
@@ -326,7 +364,7 @@ async def test_warm_pool_close_removes_idle_containers(setup: DockerSetup) -> No
 
 
 async def test_warm_pool_reports_a_missing_image(setup: DockerSetup) -> None:
-    from hermes_sandbox.backends.docker_pool import DockerWarmPool
+    from hermes_sandbox.backends.docker import DockerWarmPool
 
     with pytest.raises(SandboxStartError, match="not on the daemon"):
         await DockerWarmPool(size=1, image="hermes-sandbox/absent:none").start()
@@ -373,7 +411,7 @@ async def test_write_file_in_workdir_is_seen_by_commands(setup: DockerSetup) -> 
 async def test_missing_image_says_how_to_build(setup: DockerSetup) -> None:
     sb = create_sandbox("docker", image="hermes-sandbox/debian:missing")
     with pytest.raises(
-        SandboxStartError, match=r"python -m hermes_sandbox\.backends\.docker_image"
+        SandboxStartError, match=r"python -m hermes_sandbox\.backends\.docker build"
     ):
         await sb.start()
     await sb.close()
@@ -389,7 +427,7 @@ async def test_unreachable_daemon_is_explained(tmp_path: Any) -> None:
 
 
 def test_unknown_and_bad_options_are_rejected() -> None:
-    with pytest.raises(ValueError, match=r"unknown option.*'colour'"):
+    with pytest.raises(ValueError, match=r"unknown option.*colour"):
         create_sandbox("docker", colour="red")
     with pytest.raises(ValueError, match="needs network=True"):
         create_sandbox("docker", network_mode="host")
@@ -414,12 +452,40 @@ def test_network_on_uses_bridge_unless_told() -> None:
 # images
 # --------------------------------------------------------------------------------------
 def test_image_builder_cli(setup: DockerSetup, capsys: pytest.CaptureFixture[str]) -> None:
-    from hermes_sandbox.backends.docker_image import BUSYBOX_IMAGE, main
+    from hermes_sandbox.backends.docker import BUSYBOX_IMAGE
+    from hermes_sandbox.backends.docker.cli import main
 
     assert main(["exists", "--kind", "busybox"]) == 0
     assert main(["exists", "--tag", "hermes-sandbox/none:none", "--kind", "busybox"]) == 1
     assert main(["build", "--kind", "busybox"]) == 0  # cached: nothing rebuilt
     assert BUSYBOX_IMAGE in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "module", ["hermes_sandbox.backends.docker", "hermes_sandbox.backends.docker_image"]
+)
+def test_image_builder_runs_as_a_module(setup: DockerSetup, module: str) -> None:
+    """The command line runs with ``python -m`` from its home and its old path, without
+    the warning ``-m`` gives for a module its package already imported."""
+    done = subprocess.run(
+        [sys.executable, "-W", "error", "-m", module, "exists", "--kind", "busybox"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+
+
+def test_old_import_paths_name_the_same_objects() -> None:
+    from hermes_sandbox.backends import docker, docker_image, docker_pool
+    from hermes_sandbox.backends.docker import image, pool
+
+    assert docker_pool.DockerWarmPool is pool.DockerWarmPool is docker.DockerWarmPool
+    assert docker_image.ImageBuildError is image.ImageBuildError is docker.ImageBuildError
+    assert docker_image.build_image is image.build_image
+    assert docker_image.main is docker.cli.main
 
 
 async def test_busybox_image_runs_the_shell_session(setup: DockerSetup) -> None:
@@ -439,3 +505,112 @@ async def test_binary_output_and_large_output_are_bounded(setup: DockerSetup) ->
         assert len(result.output) < 1200
         raw = await sb.exec("printf '\\xff\\xfeok'")
         assert raw.output.endswith("ok")
+
+
+# --------------------------------------------------------------------------------------
+# images from a Dockerfile
+# --------------------------------------------------------------------------------------
+@pytest.fixture
+def image_tags(api: Any) -> Iterator[list[str]]:
+    """Tags a test builds; removed afterwards."""
+    tags: list[str] = []
+    yield tags
+    for tag in tags:
+        with contextlib.suppress(Exception):
+            api.remove_image(tag, force=True)
+
+
+def _new_tag(tags: list[str]) -> str:
+    tags.append(f"hermes-test/dockerfile-{uuid.uuid4().hex[:8]}:1")
+    return tags[-1]
+
+
+async def test_dockerfile_image_is_built_offline_and_cached_by_its_inputs(
+    setup: DockerSetup, api: Any, tmp_path: Path, image_tags: list[str]
+) -> None:
+    from hermes_sandbox.backends.docker import build_dockerfile_image
+
+    (tmp_path / "Dockerfile").write_text(
+        f"FROM {setup.small_image}\n"
+        "COPY . /ctx\n"
+        "RUN cp /ctx/hello.txt /copy.txt && ls /sys/class/net > /net.txt\n"
+    )
+    (tmp_path / "hello.txt").write_text("hi\n")
+    (tmp_path / "secret.txt").write_text("not for the image\n")
+    (tmp_path / ".dockerignore").write_text("# comment\nsecret.txt\n")
+    tag = _new_tag(image_tags)
+    assert await build_dockerfile_image(tmp_path, tag, timeout=120) == tag
+    first = (await asyncio.to_thread(api.inspect_image, tag))["Id"]
+    async with sandbox(setup, image=tag) as sb:
+        assert await sb.read_file("/copy.txt") == b"hi\n"
+        assert (await sb.read_file("/net.txt")).split() == [b"lo"]  # built with no network
+        assert (await sb.exec("ls /ctx")).output.split() == ["Dockerfile", "hello.txt"]
+
+    (tmp_path / "secret.txt").write_text("changed, but ignored\n")
+    await build_dockerfile_image(tmp_path, tag, timeout=120)
+    assert (await asyncio.to_thread(api.inspect_image, tag))["Id"] == first  # cached
+
+    (tmp_path / "hello.txt").write_text("changed\n")
+    await build_dockerfile_image(tmp_path, tag, timeout=120)
+    second = (await asyncio.to_thread(api.inspect_image, tag))["Id"]
+    assert second != first
+    found = await asyncio.to_thread(api.images, all=True, quiet=True)
+    assert first not in found  # the replaced image is removed
+
+
+async def test_dockerfile_build_errors_say_what_failed(
+    setup: DockerSetup, tmp_path: Path, image_tags: list[str]
+) -> None:
+    from hermes_sandbox.backends.docker import ImageBuildError, build_dockerfile_image
+
+    (tmp_path / "Dockerfile").write_text(
+        f"FROM {setup.small_image}\nRUN echo about-to-fail && false\n"
+    )
+    (tmp_path / "Dockerfile.absent").write_text("FROM hermes-sandbox/absent:none\n")
+    with pytest.raises(ImageBuildError, match=r"(?s)failed at Step 2/\d : RUN.*about-to-fail"):
+        await build_dockerfile_image(tmp_path, _new_tag(image_tags), timeout=120)
+    with pytest.raises(ImageBuildError, match="FROM image must already be on the daemon"):
+        await build_dockerfile_image(
+            tmp_path, _new_tag(image_tags), dockerfile="Dockerfile.absent", timeout=120
+        )
+    with pytest.raises(ImageBuildError, match=r"no Dockerfile 'nope' inside the build context"):
+        await build_dockerfile_image(tmp_path, "hermes-test/x:1", dockerfile="nope")
+    with pytest.raises(ImageBuildError, match="not a directory"):
+        await build_dockerfile_image(tmp_path / "none", "hermes-test/x:1")
+    with pytest.raises(ValueError, match="timeout must be a positive"):
+        await build_dockerfile_image(tmp_path, "hermes-test/x:1", timeout=0)
+    with pytest.raises(ValueError, match="tag must be an image name"):
+        await build_dockerfile_image(tmp_path, "has space")
+
+
+@pytest.mark.parametrize("how", ["timeout", "cancel"])
+async def test_a_dockerfile_build_stopped_early_leaves_no_container(
+    setup: DockerSetup, api: Any, tmp_path: Path, image_tags: list[str], how: str
+) -> None:
+    from hermes_sandbox.backends.docker import ImageBuildError, build_dockerfile_image
+
+    marker = f"build-{uuid.uuid4().hex[:8]}"
+    (tmp_path / "Dockerfile").write_text(
+        f"FROM {setup.small_image}\nRUN echo {marker} && sleep 300\n"
+    )
+    if how == "timeout":
+        with pytest.raises(ImageBuildError, match=r"took longer than 3s and was stopped"):
+            await build_dockerfile_image(tmp_path, _new_tag(image_tags), timeout=3)
+    else:
+        task = asyncio.ensure_future(
+            build_dockerfile_image(tmp_path, _new_tag(image_tags), timeout=300)
+        )
+        for _ in range(300):  # the step's container starts (up to 60 s under load)
+            if await _containers_running(api, marker):
+                break
+            await asyncio.sleep(0.2)
+        assert await _containers_running(api, marker)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert await _containers_running(api, marker) == []
+
+
+async def _containers_running(api: Any, marker: str) -> list[str]:
+    found = await asyncio.to_thread(api.containers, all=True)
+    return [c["Id"] for c in found if marker in c.get("Command", "")]

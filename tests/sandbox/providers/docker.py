@@ -114,7 +114,7 @@ def docker_setup() -> DockerSetup:
         return DockerSetup(
             reason="the docker SDK is not installed (pip install 'hermes-sandbox[docker]')"
         )
-    from hermes_sandbox.backends.docker_image import (
+    from hermes_sandbox.backends.docker import (
         BUSYBOX_IMAGE,
         DEFAULT_IMAGE,
         build_image,

@@ -1,0 +1,97 @@
+"""The ``docker`` backend: one container per task, reached only through the docker API.
+
+Each sandbox is a container started from a locally built image (see ``image``): network
+off (``network_mode="none"``) unless ``network=True``, never privileged,
+``no-new-privileges``, a CPU limit (``cpus``, 1 CPU by default), a process limit
+(``pids_limit``, 256 by default, so a fork bomb stays inside), a memory limit when
+``memory_mb`` is given, and a tiny init (docker's ``--init``) whose child, the *keeper*,
+holds the container open, removes it after ``terminal_lifetime`` should the host process
+die without closing it (``AutoRemove``), and kills every process in the container on
+``SIGUSR1``.
+
+Commands run as ``docker exec`` instances. Their output is read straight from the
+daemon's socket with asyncio (the upgraded ``/exec/{id}/start`` stream), so a running
+command holds no thread, and it goes into an ``OutputCollector`` as it arrives. The command
+runs in its own session (``setsid``); at its timeout, or when the awaiting task is
+cancelled, a second exec kills that session's every process; when even that exec cannot
+start (a fork bomb filled the process limit) the keeper is told to kill everything.
+Files move as tar streams through the archive endpoints.
+
+Every container carries the labels ``hermes-sandbox=1`` and ``hermes-sandbox.run=RUN_ID``
+(one id per Python process), so leftovers are easy to find and ``remove_containers``
+removes them.
+
+The modules, each importing only those above it in this list:
+
+- ``_sdk``: loading the docker SDK (an optional extra), reading its errors;
+- ``_errors``: ``DockerUnreachableError``, ``ImageBuildError``;
+- ``_stream``: ``ExecStream``, an exec's raw output stream;
+- ``_daemon``: ``DockerDaemon``, the wrapper of one daemon connection;
+- ``_cache``, ``_rootfs``, ``_dockerfile``, ``image``: building images, cached by tag: the
+  base images from Debian's packages, a task's image from its Dockerfile; ``cli``
+  (``python -m hermes_sandbox.backends.docker``) builds base images from a shell;
+- ``_labels``: ``RUN_ID`` and the labels on every container;
+- ``_spec``: ``ContainerSpec``, the options checked;
+- ``_scripts``: the bash the backend runs inside containers;
+- ``_launch``: ``start_container``, a container of a spec, with its keeper;
+- ``pool``: ``DockerWarmPool``, containers started ahead of time;
+- ``_archive``: tar streams for files;
+- ``_sandbox``: ``DockerSandbox``;
+- ``_cleanup``: ``list_containers``, ``remove_containers`` across a run.
+"""
+
+from __future__ import annotations
+
+from hermes_sandbox.backends.docker._cleanup import list_containers, remove_containers
+from hermes_sandbox.backends.docker._daemon import DockerDaemon, resolve_docker_host
+from hermes_sandbox.backends.docker._errors import DockerUnreachableError, ImageBuildError
+from hermes_sandbox.backends.docker._labels import (
+    LABEL,
+    LABEL_POOL,
+    LABEL_RUN,
+    LABEL_TASK,
+    RUN_ID,
+)
+from hermes_sandbox.backends.docker._launch import LIFETIME_GRACE, start_container
+from hermes_sandbox.backends.docker._sandbox import DockerSandbox
+from hermes_sandbox.backends.docker._spec import (
+    DEFAULT_CPUS,
+    DEFAULT_PIDS_LIMIT,
+    ContainerSpec,
+)
+from hermes_sandbox.backends.docker.image import (
+    BUSYBOX_IMAGE,
+    DEFAULT_IMAGE,
+    build_dockerfile_image,
+    build_image,
+    ensure_image,
+    image_exists,
+)
+from hermes_sandbox.backends.docker.pool import DockerWarmPool
+
+__all__ = [
+    "BUSYBOX_IMAGE",
+    "DEFAULT_CPUS",
+    "DEFAULT_IMAGE",
+    "DEFAULT_PIDS_LIMIT",
+    "LABEL",
+    "LABEL_POOL",
+    "LABEL_RUN",
+    "LABEL_TASK",
+    "LIFETIME_GRACE",
+    "RUN_ID",
+    "ContainerSpec",
+    "DockerDaemon",
+    "DockerSandbox",
+    "DockerUnreachableError",
+    "DockerWarmPool",
+    "ImageBuildError",
+    "build_dockerfile_image",
+    "build_image",
+    "ensure_image",
+    "image_exists",
+    "list_containers",
+    "remove_containers",
+    "resolve_docker_host",
+    "start_container",
+]

@@ -1,0 +1,7 @@
+"""``python -m hermes_sandbox.backends.docker``: see ``cli``."""
+
+import sys
+
+from hermes_sandbox.backends.docker.cli import main
+
+sys.exit(main())

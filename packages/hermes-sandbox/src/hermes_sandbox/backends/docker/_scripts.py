@@ -1,0 +1,110 @@
+"""The bash programs the backend runs inside a container, and the parser of what the
+command wrapper reports.
+
+- ``KEEPER``: init's only child, which holds the container open until its deadline.
+- ``EXEC_WRAPPER``: runs each command in a session of its own and reports the session id
+  on stderr (read by ``SessionId``).
+- ``KILL_SCRIPT``: kills a command's session and every descendant.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Final
+
+__all__ = ["EXEC_WRAPPER", "KEEPER", "KILL_SCRIPT", "SessionId"]
+
+# The keeper, init's only child. $1: seconds until it exits (the container then stops and
+# the daemon removes it); $2: seconds to set on SIGUSR2 (a warm-pool container re-armed by
+# its new owner). SIGUSR1 kills every process but init and itself. It waits on a fifo
+# nobody writes, so its loop needs no process, and works when the process limit is full.
+KEEPER: Final = r"""
+trap 'kill -9 -1 2>/dev/null' USR1
+trap 'end=$((SECONDS + $2))' USR2
+trap 'exit 0' TERM
+f=/tmp/.hermes-keeper-$$
+if mkfifo "$f" && exec 3<>"$f"; then
+  rm -f "$f"
+  nap() { read -r -t "$1" -u 3 _; }
+else
+  nap() { sleep "$1" & wait "$!"; }
+fi
+end=$((SECONDS + $1))
+while [ "$SECONDS" -lt "$end" ]; do nap "$((end - SECONDS))"; done
+"""
+
+# What each command's exec runs: the wrapped script in a new session, whose id (= its pid)
+# goes out on stderr, which the command itself never uses (its stderr joins stdout).
+EXEC_WRAPPER: Final = 'setsid bash -c "$1" 2>&1 & echo "$!" >&2; exec 2>/dev/null; wait "$!"'
+
+# Kills a command's session ($1: its id = the leader's pid): every process of the session
+# and every descendant of one (setsid children too), frozen first so none forks meanwhile,
+# then the group and the leader (in case setsid has not run yet). Three passes catch forks
+# in flight. Builtins only, so it runs even when the process limit is nearly full.
+KILL_SCRIPT: Final = r"""
+s=$1
+declare -A parent session doomed
+for pass in 1 2 3; do
+  parent=() session=() doomed=([$s]=1)
+  for p in /proc/[0-9]*; do
+    read -r l < "$p/stat" 2>/dev/null || continue
+    set -- ${l##*") "}
+    parent[${p#/proc/}]=$2 session[${p#/proc/}]=$4
+  done
+  for p in "${!session[@]}"; do [ "${session[$p]}" = "$s" ] && doomed[$p]=1; done
+  grew=1
+  while [ "$grew" = 1 ]; do
+    grew=0
+    for p in "${!parent[@]}"; do
+      if [ -z "${doomed[$p]}" ] && [ -n "${doomed[${parent[$p]}]}" ]; then
+        doomed[$p]=1 grew=1
+      fi
+    done
+  done
+  kill -STOP "${!doomed[@]}" 2>/dev/null
+  kill -9 -- "-$s" "${!doomed[@]}" 2>/dev/null
+done
+exit 0
+"""
+
+
+class SessionId:
+    """Parses the first line of ``EXEC_WRAPPER``'s stderr: the command's session id.
+
+    ``value`` is the id once known (0 when the line was not one: whatever came is then
+    passed on to ``stray``); ``known`` is set at that moment.
+    """
+
+    __slots__ = ("_buffer", "_stray", "known", "value")
+
+    def __init__(self, stray: Callable[[bytes], None]) -> None:
+        self._buffer = b""
+        self._stray = stray
+        self.value: int | None = None
+        self.known = asyncio.Event()
+
+    def feed(self, data: bytes) -> None:
+        """Take the next piece of the exec's stderr."""
+        if self.value is not None:
+            self._stray(data)
+            return
+        self._buffer += data
+        line, newline, rest = self._buffer.partition(b"\n")
+        if newline:
+            self._buffer = b""
+            if line.strip().isdigit():
+                self._set(int(line))
+                if rest:
+                    self._stray(rest)
+            else:
+                self._set(0)
+                self._stray(line + newline + rest)
+        elif len(self._buffer) > 64:
+            self._set(0)
+            self._stray(self._buffer)
+            self._buffer = b""
+
+    def _set(self, value: int) -> None:
+        self.value = value
+        self.known.set()
