@@ -164,3 +164,19 @@ def test_a_folder_without_tasks_is_refused(tmp_path: Path) -> None:
         load_tasks(tmp_path)
     with pytest.raises(TaskError, match="does not exist"):
         load_tasks(tmp_path / "missing")
+
+
+SHIPPED = Path(__file__).parent / "tasks"
+FAULTY = Path(__file__).parent / "faulty_tasks"
+
+
+def test_the_shipped_tasks_read_and_each_has_an_oracle() -> None:
+    tasks = load_tasks(SHIPPED)
+    assert len(tasks) >= 6
+    for task in tasks:
+        assert task.solution_script is not None, task.name
+        assert task.dockerfile is not None, task.name
+        assert task.difficulty in {"easy", "medium", "hard", "extreme"}, task.name
+        assert task.dockerfile.read_text().startswith("FROM hermes-sandbox/debian:bookworm")
+    assert len({t.environment_hash() for t in tasks}) == len(tasks)
+    assert [t.name for t in load_tasks(FAULTY)] == ["crashing-tests", "unreadable-reward"]
