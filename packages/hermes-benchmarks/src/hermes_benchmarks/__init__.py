@@ -1,5 +1,48 @@
-"""hermes-benchmarks: not written yet (see the package README)."""
+"""hermes-benchmarks: agent benchmarks in the Terminal-Bench 2 task layout, and their harness.
+
+This release holds the harness's data layer: tasks read from their folders
+(:func:`load_tasks`), base images mapped for air-gapped machines (:class:`ImageMap`),
+crash-safe streamed results (:class:`ResultsLog`), the verifier's reward
+(:func:`parse_reward`) and run summaries with pass@k (:func:`summarize`). The runner,
+the suites and the ``hermes-bench`` command build on these (see the package README).
+"""
+
+from __future__ import annotations
+
+from hermes_benchmarks.errors import (
+    HermesBenchmarksError,
+    ImageMapError,
+    ResultsFileError,
+    RewardError,
+    TaskError,
+)
+from hermes_benchmarks.image_map import DockerfileBases, ImageMap, normalize_image
+from hermes_benchmarks.results import Attempt, ResultsLog, TrialResult
+from hermes_benchmarks.reward import parse_reward
+from hermes_benchmarks.summary import RunSummary, pass_at_k, summarize
+from hermes_benchmarks.task import Task, TaskConfig, load_task, load_tasks
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+__all__ = [
+    "Attempt",
+    "DockerfileBases",
+    "HermesBenchmarksError",
+    "ImageMap",
+    "ImageMapError",
+    "ResultsFileError",
+    "ResultsLog",
+    "RewardError",
+    "RunSummary",
+    "Task",
+    "TaskConfig",
+    "TaskError",
+    "TrialResult",
+    "__version__",
+    "load_task",
+    "load_tasks",
+    "normalize_image",
+    "parse_reward",
+    "pass_at_k",
+    "summarize",
+]

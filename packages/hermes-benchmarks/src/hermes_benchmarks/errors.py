@@ -1,0 +1,52 @@
+"""The exceptions of hermes-benchmarks, all under :class:`HermesBenchmarksError`.
+
+The tree::
+
+    HermesBenchmarksError
+    ├── TaskError          a task folder or its task.toml is malformed, or a filter names no task
+    ├── ImageMapError      an ``image_map`` entry is not ``FROM=TO``
+    ├── ResultsFileError   results.jsonl cannot be resumed (a corrupt line, a foreign file)
+    └── RewardError        the verifier wrote no reward, or one that cannot be read
+
+Each carries a message that names what was wrong and what to do about it.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+__all__ = [
+    "HermesBenchmarksError",
+    "ImageMapError",
+    "ResultsFileError",
+    "RewardError",
+    "RewardErrorKind",
+    "TaskError",
+]
+
+#: Why a reward could not be had: no file at all, or a file that does not hold a number.
+RewardErrorKind = Literal["reward_missing", "reward_unreadable"]
+
+
+class HermesBenchmarksError(Exception):
+    """Base class of every exception raised by hermes-benchmarks."""
+
+
+class TaskError(HermesBenchmarksError):
+    """A task is malformed (missing file, bad task.toml value) or a filter names no task."""
+
+
+class ImageMapError(HermesBenchmarksError, ValueError):
+    """An ``image_map`` entry is not of the form ``FROM=TO``."""
+
+
+class ResultsFileError(HermesBenchmarksError):
+    """An existing results.jsonl cannot be resumed."""
+
+
+class RewardError(HermesBenchmarksError):
+    """The verifier left no readable reward; ``kind`` says which way it failed."""
+
+    def __init__(self, kind: RewardErrorKind, message: str) -> None:
+        super().__init__(message)
+        self.kind: RewardErrorKind = kind

@@ -1,0 +1,240 @@
+"""Trial results and the crash-safe ``results.jsonl`` they stream to.
+
+One line per finished trial, written with a single ``write`` on a file opened for
+appending and then ``fsync``-ed, so a run killed at any moment (``kill -9`` included)
+leaves every earlier line whole. At most the line being written is cut short; resuming
+drops that tail and runs the trial again. A trial is "finished" once its line is on disk:
+resuming skips exactly those, so no result is lost or written twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from hermes_benchmarks.errors import ResultsFileError
+
+__all__ = [
+    "Attempt",
+    "ErrorKind",
+    "ResultsLog",
+    "TrialKey",
+    "TrialResult",
+    "TrialStatus",
+]
+
+#: How a trial ended: the tests passed, they failed, or infrastructure stopped it.
+TrialStatus = Literal["pass", "fail", "infra_error"]
+
+#: What stopped a trial that has no verdict. None of these is the model's 0.
+ErrorKind = Literal[
+    "image_build",
+    "sandbox_start",
+    "model_endpoint",
+    "agent_crash",
+    "agent_timeout",
+    "verifier_crash",
+    "verifier_timeout",
+    "reward_missing",
+    "reward_unreadable",
+    "interrupted",
+]
+
+#: A trial's identity in a run: (task name, trial number from 0).
+TrialKey = tuple[str, int]
+
+
+class Attempt(BaseModel):
+    """One try at a trial; a trial retried after infrastructure failures has several."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: TrialStatus
+    reward: float | None = None
+    error_kind: ErrorKind | None = None
+    error: str | None = None
+    timings: dict[str, float] = Field(default_factory=dict)
+
+
+class TrialResult(BaseModel):
+    """A finished trial: its final status and every attempt that led to it.
+
+    ``status``/``reward``/``error_kind`` are those of the last attempt; ``attempts`` holds
+    them all (the infrastructure failures before it included). ``reward`` is None exactly
+    when ``status`` is ``"infra_error"``.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    task: str
+    trial: int = Field(ge=0)
+    status: TrialStatus
+    reward: float | None = None
+    error_kind: ErrorKind | None = None
+    error: str | None = None
+    attempts: list[Attempt] = Field(default_factory=list)
+    difficulty: str | None = None
+    agent: str | None = None
+    timings: dict[str, float] = Field(default_factory=dict)
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def key(self) -> TrialKey:
+        """``(task, trial)``."""
+        return (self.task, self.trial)
+
+    @classmethod
+    def from_attempts(
+        cls,
+        task: str,
+        trial: int,
+        attempts: list[Attempt],
+        **fields: Any,
+    ) -> TrialResult:
+        """The result whose verdict is the last of ``attempts``.
+
+        Raises:
+            ValueError: ``attempts`` is empty.
+        """
+        if not attempts:
+            raise ValueError("a trial result needs at least one attempt")
+        last = attempts[-1]
+        return cls(
+            task=task,
+            trial=trial,
+            status=last.status,
+            reward=last.reward,
+            error_kind=last.error_kind,
+            error=last.error,
+            attempts=list(attempts),
+            timings=dict(last.timings),
+            **fields,
+        )
+
+
+class ResultsLog:
+    """``results.jsonl`` of one run: what is already finished, and appends as trials end.
+
+    Use :meth:`open`. Appends are thread-safe; call :meth:`append` from a worker thread
+    (``asyncio.to_thread``) in async code, as it waits for the disk.
+    """
+
+    def __init__(self, path: Path, finished: dict[TrialKey, TrialResult], dropped: int) -> None:
+        self.path = path
+        self._finished = finished
+        self._dropped_tail = dropped
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], *, resume: bool) -> ResultsLog:
+        """Open the results file of a run, creating its folder.
+
+        With ``resume``, the finished trials already in the file are read back; a last
+        line cut short by a kill is removed from the file (its trial runs again).
+
+        Raises:
+            ResultsFileError: the file exists and holds results but ``resume`` is false
+                (the message says to pass ``--resume`` or choose another output_dir), or a
+                line other than the last is not a trial result (the message names the line).
+        """
+        file = Path(path)
+        file.parent.mkdir(parents=True, exist_ok=True)
+        if not file.exists() or file.stat().st_size == 0:
+            file.touch()
+            return cls(file, {}, 0)
+        if not resume:
+            raise ResultsFileError(
+                f"{file} already holds results: pass --resume to finish that run, or "
+                "choose another output_dir"
+            )
+        finished, keep, dropped = _read(file)
+        if keep != file.stat().st_size:
+            with open(file, "r+b") as handle:
+                handle.truncate(keep)
+                handle.flush()
+                os.fsync(handle.fileno())
+        return cls(file, finished, dropped)
+
+    @property
+    def finished(self) -> dict[TrialKey, TrialResult]:
+        """The trials already on disk, by ``(task, trial)``."""
+        return dict(self._finished)
+
+    @property
+    def dropped_tail(self) -> int:
+        """Bytes of a cut-short last line removed when the file was opened (0 if none)."""
+        return self._dropped_tail
+
+    def is_finished(self, task: str, trial: int) -> bool:
+        """Whether ``(task, trial)`` already has its line."""
+        return (task, trial) in self._finished
+
+    def __iter__(self) -> Iterator[TrialResult]:
+        return iter(list(self._finished.values()))
+
+    def __len__(self) -> int:
+        return len(self._finished)
+
+    def append(self, result: TrialResult) -> bool:
+        """Write ``result`` as one line, flushed and fsynced; False if it was already there.
+
+        Raises:
+            OSError: the disk refused the write (the line is then not counted as finished).
+        """
+        line = (result.model_dump_json(exclude_none=False) + "\n").encode("utf-8")
+        with self._lock:
+            if result.key in self._finished:
+                return False
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                view = memoryview(line)
+                while view:
+                    written = os.write(fd, view)
+                    view = view[written:]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            self._finished[result.key] = result
+            return True
+
+
+def _read(file: Path) -> tuple[dict[TrialKey, TrialResult], int, int]:
+    """Parse the file: finished trials, bytes to keep, bytes of a cut-short tail dropped."""
+    data = file.read_bytes()
+    finished: dict[TrialKey, TrialResult] = {}
+    offset = 0
+    number = 0
+    while offset < len(data):
+        end = data.find(b"\n", offset)
+        number += 1
+        last = end == -1
+        chunk = data[offset:] if last else data[offset:end]
+        try:
+            result = TrialResult.model_validate(json.loads(chunk))
+        except (ValueError, ValidationError) as error:
+            if last:
+                return finished, offset, len(data) - offset
+            raise ResultsFileError(
+                f"{file} line {number} is not a trial result ({_brief(error)}); it was not "
+                "written by a hermes-bench run: move the file away or choose another output_dir"
+            ) from None
+        if last:
+            # A complete JSON object without its newline: the write was cut just before
+            # the newline, so the line never counted as finished. Run the trial again.
+            return finished, offset, len(data) - offset
+        finished.setdefault(result.key, result)
+        offset = end + 1
+    return finished, offset, 0
+
+
+def _brief(error: Exception) -> str:
+    if isinstance(error, ValidationError):
+        first = error.errors()[0]
+        return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+    return str(error).splitlines()[0]

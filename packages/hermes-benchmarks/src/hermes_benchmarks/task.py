@@ -1,0 +1,243 @@
+"""A benchmark task in the Terminal-Bench 2 / harbor folder layout.
+
+A task is a folder::
+
+    my-task/
+    ├── instruction.md          what the agent is asked to do
+    ├── task.toml               metadata, timeouts, resources (see TaskConfig)
+    ├── environment/Dockerfile  the image the agent works in (and its build context)
+    ├── solution/solve.sh       the reference solution, run by the oracle agent (optional)
+    └── tests/test.sh           the verifier; it writes /logs/verifier/reward.txt or reward.json
+
+``environment/Dockerfile`` may be left out when ``[environment] docker_image`` names a
+prebuilt image. :func:`load_task` reads and checks one folder, :func:`load_tasks` every
+task folder below a directory, with an optional filter.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import os
+import tomllib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from hermes_benchmarks.errors import TaskError
+
+__all__ = [
+    "AgentSection",
+    "EnvironmentSection",
+    "Task",
+    "TaskConfig",
+    "TaskMetadata",
+    "VerifierSection",
+    "load_task",
+    "load_tasks",
+]
+
+
+class _Section(BaseModel):
+    # Unknown keys are kept (harbor adds fields over time); known ones are checked.
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class TaskMetadata(_Section):
+    """``[metadata]``: free-form, with the fields the reports group by."""
+
+    difficulty: str | None = None
+    category: str | None = None
+    tags: list[str] = Field(default_factory=list)
+
+
+class AgentSection(_Section):
+    """``[agent]``: how long the agent may work."""
+
+    timeout_sec: float = Field(default=600.0, gt=0)
+
+
+class EnvironmentSection(_Section):
+    """``[environment]`` (and ``[verifier.environment]``): image build and resources."""
+
+    build_timeout_sec: float = Field(default=600.0, gt=0)
+    cpus: float = Field(default=1.0, gt=0)
+    memory_mb: int = Field(default=2048, gt=0)
+    storage_mb: int | None = Field(default=None, gt=0)
+    docker_image: str | None = None
+    network_mode: str | None = None
+
+
+class VerifierSection(_Section):
+    """``[verifier]``: how the tests run.
+
+    ``environment_mode``: ``"shared"`` runs the tests in the agent's sandbox once the agent
+    is stopped; ``"separate"`` runs them in a fresh sandbox (from ``environment`` when
+    given, else the task's image) that receives only ``/logs/artifacts`` and the task's
+    declared ``artifacts``.
+    """
+
+    timeout_sec: float = Field(default=600.0, gt=0)
+    environment_mode: Literal["shared", "separate"] = "shared"
+    env: dict[str, str] = Field(default_factory=dict)
+    environment: EnvironmentSection | None = None
+
+
+class TaskConfig(_Section):
+    """The whole of ``task.toml``."""
+
+    version: str = "1.0"
+    metadata: TaskMetadata = Field(default_factory=TaskMetadata)
+    agent: AgentSection = Field(default_factory=AgentSection)
+    verifier: VerifierSection = Field(default_factory=VerifierSection)
+    environment: EnvironmentSection = Field(default_factory=EnvironmentSection)
+    artifacts: list[str] = Field(default_factory=list)
+
+    @field_validator("artifacts")
+    @classmethod
+    def _absolute(cls, paths: list[str]) -> list[str]:
+        for path in paths:
+            if not PurePosixPath(path).is_absolute():
+                raise ValueError(f"artifact paths must be absolute, got {path!r}")
+        return paths
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task folder, read and checked. ``name`` is the folder's name."""
+
+    name: str
+    path: Path
+    instruction: str
+    config: TaskConfig
+
+    @property
+    def difficulty(self) -> str | None:
+        """``[metadata] difficulty``, lower-cased, or None."""
+        value = self.config.metadata.difficulty
+        return value.lower() if value else None
+
+    @property
+    def environment_dir(self) -> Path:
+        """The image's build context: ``environment/``."""
+        return self.path / "environment"
+
+    @property
+    def dockerfile(self) -> Path | None:
+        """``environment/Dockerfile`` when the task has one."""
+        candidate = self.environment_dir / "Dockerfile"
+        return candidate if candidate.is_file() else None
+
+    @property
+    def solution_script(self) -> Path | None:
+        """``solution/solve.sh`` when the task ships a reference solution."""
+        candidate = self.path / "solution" / "solve.sh"
+        return candidate if candidate.is_file() else None
+
+    @property
+    def tests_dir(self) -> Path:
+        """``tests/``: copied into the sandbox only when the verifier runs."""
+        return self.path / "tests"
+
+    def environment_hash(self) -> str:
+        """A hash of everything the task's image is built from.
+
+        It covers every file of ``environment/`` (relative path, executable bit, bytes)
+        and the prebuilt ``docker_image`` name, so an image cached under this hash is
+        rebuilt exactly when its inputs change.
+        """
+        digest = hashlib.sha256()
+        digest.update(f"docker_image={self.config.environment.docker_image}\n".encode())
+        if self.environment_dir.is_dir():
+            for file in sorted(_files_below(self.environment_dir)):
+                relative = file.relative_to(self.environment_dir).as_posix()
+                executable = os.access(file, os.X_OK)
+                digest.update(f"{relative}\0{int(executable)}\0".encode())
+                digest.update(hashlib.sha256(file.read_bytes()).digest())
+        return digest.hexdigest()[:16]
+
+
+def _files_below(root: Path) -> Iterable[Path]:
+    for directory, _dirs, names in os.walk(root):
+        for name in names:
+            yield Path(directory) / name
+
+
+def _describe(error: ValidationError) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"])
+    return f"{where}: {first['msg']}"
+
+
+def load_task(path: str | os.PathLike[str]) -> Task:
+    """Read and check the task folder at ``path``.
+
+    Raises:
+        TaskError: the folder lacks ``instruction.md``, ``task.toml`` or ``tests/test.sh``,
+            has neither ``environment/Dockerfile`` nor ``[environment] docker_image``, or
+            ``task.toml`` is not valid TOML or holds a wrong value (the message names the
+            file and the field).
+    """
+    folder = Path(path)
+    if not folder.is_dir():
+        raise TaskError(f"task folder {folder} does not exist")
+    config_file = folder / "task.toml"
+    try:
+        raw = tomllib.loads(config_file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TaskError(f"{config_file} is missing: every task folder needs one") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise TaskError(f"{config_file} is not valid TOML: {error}") from None
+    try:
+        config = TaskConfig.model_validate(raw)
+    except ValidationError as error:
+        raise TaskError(f"{config_file}: {_describe(error)}") from None
+    instruction_file = folder / "instruction.md"
+    try:
+        instruction = instruction_file.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        raise TaskError(f"{instruction_file} is missing: it holds the task's prompt") from None
+    if not instruction:
+        raise TaskError(f"{instruction_file} is empty: it holds the task's prompt")
+    if not (folder / "tests" / "test.sh").is_file():
+        raise TaskError(f"{folder / 'tests' / 'test.sh'} is missing: it is the verifier")
+    task = Task(name=folder.name, path=folder, instruction=instruction, config=config)
+    if task.dockerfile is None and not config.environment.docker_image:
+        raise TaskError(
+            f"task {folder.name} has no environment/Dockerfile and no "
+            "[environment] docker_image in task.toml: give it one of the two"
+        )
+    return task
+
+
+def load_tasks(
+    root: str | os.PathLike[str], task_filter: Sequence[str] | None = None
+) -> list[Task]:
+    """Every task folder directly below ``root`` (those holding a ``task.toml``), by name.
+
+    ``task_filter``: task names or shell patterns (``fix-*``); a task is kept when one
+    matches. An empty or absent filter keeps every task.
+
+    Raises:
+        TaskError: ``root`` holds no task folder, a filter entry matches no task (the
+            message lists the known names), or a task folder is malformed.
+    """
+    base = Path(root)
+    if not base.is_dir():
+        raise TaskError(f"tasks_dir {base} does not exist or is not a folder")
+    folders = sorted(p for p in base.iterdir() if (p / "task.toml").is_file())
+    if not folders:
+        raise TaskError(f"tasks_dir {base} holds no task folder (a folder with a task.toml)")
+    names = [folder.name for folder in folders]
+    if task_filter:
+        unmatched = [f for f in task_filter if not any(fnmatch.fnmatchcase(n, f) for n in names)]
+        if unmatched:
+            known = ", ".join(names[:20]) + (", ..." if len(names) > 20 else "")
+            raise TaskError(
+                f"task_filter names no task: {', '.join(unmatched)} (known tasks: {known})"
+            )
+        folders = [f for f in folders if any(fnmatch.fnmatchcase(f.name, p) for p in task_filter)]
+    return [load_task(folder) for folder in folders]

@@ -1,0 +1,40 @@
+"""The public surface of hermes_benchmarks is a deliberate, pinned list."""
+
+from __future__ import annotations
+
+import hermes_benchmarks
+
+PUBLIC = [
+    "Attempt",
+    "DockerfileBases",
+    "HermesBenchmarksError",
+    "ImageMap",
+    "ImageMapError",
+    "ResultsFileError",
+    "ResultsLog",
+    "RewardError",
+    "RunSummary",
+    "Task",
+    "TaskConfig",
+    "TaskError",
+    "TrialResult",
+    "__version__",
+    "load_task",
+    "load_tasks",
+    "normalize_image",
+    "parse_reward",
+    "pass_at_k",
+    "summarize",
+]
+
+
+def test_all_is_pinned_and_sorted() -> None:
+    assert hermes_benchmarks.__all__ == PUBLIC
+    assert sorted(PUBLIC) == PUBLIC
+    for name in PUBLIC:
+        assert hasattr(hermes_benchmarks, name), name
+
+
+def test_every_error_is_under_the_package_root() -> None:
+    for name in ("TaskError", "ImageMapError", "ResultsFileError", "RewardError"):
+        assert issubclass(getattr(hermes_benchmarks, name), hermes_benchmarks.HermesBenchmarksError)
