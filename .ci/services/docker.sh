@@ -46,4 +46,4 @@ fi
 
 # The images (skipped when their tags exist). The builder lives in the package; ./dev
 # installs uv and the workspace first if needed.
-./dev uv run --locked python -m hermes_sandbox.backends.docker_image build --kind all
+./dev uv run --locked python -m hermes_sandbox.backends.docker build --kind all
