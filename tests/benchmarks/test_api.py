@@ -8,6 +8,7 @@ PUBLIC = [
     "Attempt",
     "DockerfileBases",
     "HermesBenchmarksError",
+    "ImageError",
     "ImageMap",
     "ImageMapError",
     "ResultsFileError",
@@ -19,12 +20,14 @@ PUBLIC = [
     "TaskError",
     "TrialResult",
     "__version__",
+    "build_task_image",
     "load_task",
     "load_tasks",
     "normalize_image",
     "parse_reward",
     "pass_at_k",
     "summarize",
+    "task_image_tag",
 ]
 
 
@@ -36,5 +39,5 @@ def test_all_is_pinned_and_sorted() -> None:
 
 
 def test_every_error_is_under_the_package_root() -> None:
-    for name in ("TaskError", "ImageMapError", "ResultsFileError", "RewardError"):
+    for name in ("TaskError", "ImageError", "ImageMapError", "ResultsFileError", "RewardError"):
         assert issubclass(getattr(hermes_benchmarks, name), hermes_benchmarks.HermesBenchmarksError)

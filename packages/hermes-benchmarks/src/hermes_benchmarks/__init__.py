@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from hermes_benchmarks.errors import (
     HermesBenchmarksError,
+    ImageError,
     ImageMapError,
     ResultsFileError,
     RewardError,
     TaskError,
 )
 from hermes_benchmarks.image_map import DockerfileBases, ImageMap, normalize_image
+from hermes_benchmarks.images import build_task_image, task_image_tag
 from hermes_benchmarks.results import Attempt, ResultsLog, TrialResult
 from hermes_benchmarks.reward import parse_reward
 from hermes_benchmarks.summary import RunSummary, pass_at_k, summarize
@@ -28,6 +30,7 @@ __all__ = [
     "Attempt",
     "DockerfileBases",
     "HermesBenchmarksError",
+    "ImageError",
     "ImageMap",
     "ImageMapError",
     "ResultsFileError",
@@ -39,10 +42,12 @@ __all__ = [
     "TaskError",
     "TrialResult",
     "__version__",
+    "build_task_image",
     "load_task",
     "load_tasks",
     "normalize_image",
     "parse_reward",
     "pass_at_k",
     "summarize",
+    "task_image_tag",
 ]

@@ -5,6 +5,7 @@ The tree::
     HermesBenchmarksError
     ├── TaskError          a task folder or its task.toml is malformed, or a filter names no task
     ├── ImageMapError      an ``image_map`` entry is not ``FROM=TO``
+    ├── ImageError         a task's image could not be had (base missing, build failed)
     ├── ResultsFileError   results.jsonl cannot be resumed (a corrupt line, a foreign file)
     └── RewardError        the verifier wrote no reward, or one that cannot be read
 
@@ -17,6 +18,7 @@ from typing import Literal
 
 __all__ = [
     "HermesBenchmarksError",
+    "ImageError",
     "ImageMapError",
     "ResultsFileError",
     "RewardError",
@@ -38,6 +40,10 @@ class TaskError(HermesBenchmarksError):
 
 class ImageMapError(HermesBenchmarksError, ValueError):
     """An ``image_map`` entry is not of the form ``FROM=TO``."""
+
+
+class ImageError(HermesBenchmarksError):
+    """A task's image could not be had: a base image is missing, or the build failed."""
 
 
 class ResultsFileError(HermesBenchmarksError):
