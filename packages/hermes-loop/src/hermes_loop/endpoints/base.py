@@ -6,6 +6,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from hermes_loop.errors import EndpointError
+
+# EndpointError lives in hermes_loop.errors (the package's error tree); it is re-exported
+# here because every endpoint raises it.
 __all__ = ["ChatServer", "ChatSession", "EndpointError", "ModelTurn", "SamplingParams"]
 
 
@@ -30,19 +34,6 @@ class ModelTurn:
     reasoning: str | None = None
     finish_reason: str | None = None
     usage: Mapping[str, int] = field(default_factory=dict)
-
-
-class EndpointError(Exception):
-    """The endpoint failed and retrying did not help.
-
-    ``kind``: ``rate_limited``, ``server_error``, ``timeout``, ``connection``,
-    ``bad_request`` or ``bad_response``; ``status`` is the HTTP status if any.
-    """
-
-    def __init__(self, kind: str, message: str, status: int | None = None) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.status = status
 
 
 class ChatSession(Protocol):
