@@ -219,7 +219,7 @@ async def test_a_call_that_never_got_a_thread_is_not_the_models_error() -> None:
         run = ToolRunner(
             ToolSet([Tool("hang", "", SCHEMA, hang), Tool("ok", "", SCHEMA, lambda a, i: "ok")]),
             executor=pool,
-            timeout=0.2,
+            timeout=1.0,  # generous: the hung calls must start before it
         )
         first = await run.run(
             [call("hang", {"n": 1}, "a"), call("hang", {"n": 2}, "b")], turn=0, task_id="t"
@@ -232,7 +232,7 @@ async def test_a_call_that_never_got_a_thread_is_not_the_models_error() -> None:
         (starved,) = await run.run([call("ok", {"n": 3}, "c")], turn=1, task_id="t")
         assert starved.error is None
         assert starved.not_run is not None
-        assert "no thread took the call to 'ok' within 0.2s" in starved.not_run
+        assert "no thread took the call to 'ok' within 1s" in starved.not_run
         assert (
             "(2 of 2 handler threads busy; 2 handlers abandoned past their timeout"
             in starved.not_run

@@ -24,7 +24,7 @@ async def main():
     tools = [Tool("hang", "Hang.", {"type": "object"}, hang)]
     async with ModelServer(script) as server:
         endpoint = OpenAIChatServer(base_url=server.base_url, model="m", max_retries=0)
-        async with AgentLoop(endpoint, tools, tool_timeout=0.2) as loop:
+        async with AgentLoop(endpoint, tools, tool_timeout=1.0) as loop:
             result = await loop.run([{"role": "user", "content": "go"}])
         await endpoint.aclose()
     print(json.dumps([result.stop_reason, [e.kind for e in result.tool_errors]]), flush=True)
@@ -42,4 +42,4 @@ def test_the_process_exits_while_an_abandoned_handler_still_hangs() -> None:
     )
     assert child.returncode == 0, child.stderr
     assert json.loads(child.stdout.splitlines()[-1]) == ["natural", ["timeout"]]
-    assert "still running after 0.2s" in child.stderr  # the abandonment is logged
+    assert "still running after 1s" in child.stderr  # the abandonment is logged

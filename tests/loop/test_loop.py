@@ -417,7 +417,7 @@ async def test_a_tool_call_that_never_started_ends_the_rollout_as_infra_error() 
     tools = [Tool("hang", "", {"type": "object"}, hang)]
     turn = Turn(tool_calls=[Call("hang", {})])
     async with ModelServer(Script([turn, turn, Turn("never")])) as server:
-        loop = AgentLoop(chat(server), tools, tool_timeout=0.2, tool_pool_size=1)
+        loop = AgentLoop(chat(server), tools, tool_timeout=1.0, tool_pool_size=1)
         try:
             result = await loop.run(USER)
             assert loop.abandoned_handlers == 1

@@ -188,6 +188,8 @@ class ToolRunner:
             except TimeoutError:
                 if start.abandon():
                     raise ToolNotStartedError(self._not_started(tool.name, timeout)) from None
+            if done.cancelled():  # the executor dropped it: shut down with the call queued
+                raise ToolNotStartedError("the handler thread pool was shut down")
             async with asyncio.timeout(timeout):
                 result = await done
         except BaseException:

@@ -134,19 +134,25 @@ class HandlerThreadPool(Executor):
                 return
             future, fn, args, kwargs = item
             del item
-            if future.set_running_or_notify_cancel():
-                with self._lock:
-                    self._busy += 1
-                try:
-                    result = fn(*args, **kwargs)
-                except BaseException as exc:  # the caller decides, via the future
-                    future.set_exception(exc)
-                else:
-                    future.set_result(result)
-                finally:
-                    with self._lock:
-                        self._busy -= 1
-                        if self._busy < self._max_workers:
-                            self._warned = False
-                del future, fn, args, kwargs
+            if not future.set_running_or_notify_cancel():
+                self._idle.release()
+                continue
+            with self._lock:
+                self._busy += 1
+            failure: BaseException | None = None
+            result: Any = None
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as exc:  # the caller decides, via the future
+                failure = exc
+            with self._lock:
+                self._busy -= 1
+                self._warned = False
+            # Idle before the future resolves: a caller that submits again as soon as
+            # it has the result finds this thread free.
             self._idle.release()
+            if failure is None:
+                future.set_result(result)
+            else:
+                future.set_exception(failure)
+            del future, fn, args, kwargs, result, failure

@@ -48,7 +48,9 @@ class ChatSession(Protocol):
         """The model's next turn.
 
         Raises:
-            EndpointError: when the endpoint keeps failing after retries.
+            EndpointError: when the endpoint keeps failing after retries, or keeps
+                answering the wrong shape (kind ``bad_response``). Nothing else that
+                comes over the wire may escape: ``AgentLoop`` catches only this.
         """
         ...
 

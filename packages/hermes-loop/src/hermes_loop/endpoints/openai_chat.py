@@ -28,7 +28,8 @@ class OpenAIChatServer(HTTPEndpoint):
             ignore it; remote ones answer 401, recorded as ``bad_request``).
         timeout: seconds per request; a hang past it counts as a failed attempt.
         max_retries: retries (with backoff, honouring ``Retry-After``) on 429, 5xx,
-            timeouts and dropped connections.
+            timeouts and dropped connections, and on complete answers of the wrong
+            shape (see ``read_chat_answer``).
         extra_body: merged into every request (e.g. OpenRouter provider preferences).
         client: an ``openai.AsyncOpenAI`` to use instead of building one.
     """
