@@ -74,7 +74,8 @@ class HTTPEndpoint:
                 data = await self.client.post(path, body=body, cast_to=object)
                 return read(_decoded(path, data))
             except openai.OpenAIError as exc:
-                raise endpoint_error(exc) from exc
+                failure = endpoint_error(exc)
+                failure.__cause__ = exc
             except EndpointError as exc:
                 failure = exc
             except ValueError:  # the SDK's JSON decoding of an application/json body
