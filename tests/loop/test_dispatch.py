@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from hermes_loop import Tool, ToolInvocation, ToolRunner, ToolSet
+from hermes_loop import HandlerThreadPool, Tool, ToolInvocation, ToolRunner, ToolSet
 
 SCHEMA = {
     "type": "object",
@@ -173,3 +173,87 @@ async def test_cancellation_cancels_running_calls(executor: ThreadPoolExecutor) 
     assert cancelled.is_set()
     leftovers = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
     assert leftovers == []
+
+
+@pytest.mark.parametrize("kind", [SystemExit, KeyboardInterrupt])
+@pytest.mark.parametrize("blocking", [True, False], ids=["blocking", "async"])
+async def test_system_exit_and_keyboard_interrupt_in_a_handler_are_tool_errors(
+    executor: ThreadPoolExecutor, kind: type[BaseException], blocking: bool
+) -> None:
+    def quit_blocking(arguments: dict[str, Any], inv: ToolInvocation) -> str:
+        raise kind(3)
+
+    async def quit_async(arguments: dict[str, Any], inv: ToolInvocation) -> str:
+        raise kind(3)
+
+    handler = quit_blocking if blocking else quit_async
+    run = runner(
+        executor, Tool("quit", "", SCHEMA, handler), Tool("ok", "", SCHEMA, lambda a, i: "fine")
+    )
+    try:
+        alone = await run.run([call("quit", {"n": 1})], turn=0, task_id="t")
+        # Two calls run as tasks of a task group: the exception must not reach the task.
+        together = await run.run(
+            [call("quit", {"n": 1}, "a"), call("ok", {"n": 2}, "b")], turn=1, task_id="t"
+        )
+    except BaseException as exc:  # turn an escape into a failure, not a dead test session
+        pytest.fail(f"{exc!r} escaped ToolRunner.run")
+    for outcome in (alone[0], together[0]):
+        assert outcome.error is not None
+        assert outcome.error.kind == "exception"
+        assert outcome.message["content"] == f"Error: tool 'quit' failed: {kind.__name__}: 3"
+    assert together[1].message["content"] == "fine"
+
+
+async def test_a_call_that_never_got_a_thread_is_not_the_models_error() -> None:
+    release = threading.Event()
+    entered = threading.Semaphore(0)
+
+    def hang(arguments: dict[str, Any], inv: ToolInvocation) -> str:
+        entered.release()
+        release.wait(30)  # ignores inv.cancelled, like a handler stuck in a syscall
+        return "finally"
+
+    pool = HandlerThreadPool(2)
+    try:
+        run = ToolRunner(
+            ToolSet([Tool("hang", "", SCHEMA, hang), Tool("ok", "", SCHEMA, lambda a, i: "ok")]),
+            executor=pool,
+            timeout=1.0,  # generous: the hung calls must start before it
+        )
+        first = await run.run(
+            [call("hang", {"n": 1}, "a"), call("hang", {"n": 2}, "b")], turn=0, task_id="t"
+        )
+        assert [o.error.kind if o.error else None for o in first] == ["timeout", "timeout"]
+        assert [o.not_run for o in first] == [None, None]
+        assert run.abandoned == 2
+        assert pool.busy == 2
+        # Both threads are held by abandoned handlers: the next call never starts.
+        (starved,) = await run.run([call("ok", {"n": 3}, "c")], turn=1, task_id="t")
+        assert starved.error is None
+        assert starved.not_run is not None
+        assert "no thread took the call to 'ok' within 1s" in starved.not_run
+        assert (
+            "(2 of 2 handler threads busy; 2 handlers abandoned past their timeout"
+            in starved.not_run
+        )
+        assert starved.message["tool_call_id"] == "c"
+        assert "was not run (infrastructure failure)" in starved.message["content"]
+        # Once the hung handlers return, the threads serve calls again.
+        release.set()
+        for _ in range(1000):  # the done-callbacks run on the pool's threads
+            if not (run.abandoned or pool.busy):
+                break
+            await asyncio.sleep(0.01)
+        assert run.abandoned == 0
+        (served,) = await run.run([call("ok", {"n": 4}, "d")], turn=2, task_id="t")
+        assert served.message["content"] == "ok"
+        assert served.error is None
+        assert served.not_run is None
+        # The starved call was dropped, never run late: only the two hung calls entered.
+        assert entered.acquire(blocking=False)
+        assert entered.acquire(blocking=False)
+        assert not entered.acquire(blocking=False)
+    finally:
+        release.set()
+        pool.shutdown(wait=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -301,3 +302,140 @@ async def test_openai_client_errors_name_the_failure() -> None:
     assert caught.value.kind == "connection"
     await endpoint.aclose()
     assert isinstance(openai.AsyncOpenAI, type)
+
+
+def all_call_ids(messages: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """(ids of the assistant tool calls, tool_call_ids of the tool messages), in order."""
+    calls = [c["id"] for m in messages for c in m.get("tool_calls") or []]
+    answers = [m["tool_call_id"] for m in messages if m["role"] == "tool"]
+    return calls, answers
+
+
+async def test_phase_two_repeated_call_gets_a_fresh_id_each_turn(loop_factory: Any) -> None:
+    # The hermes parser derives a call's id from its name and arguments, so the same call
+    # on three turns came back with one id three times.
+    repeated = Turn(tool_calls=[Call("echo", {"text": "again"})])
+    async with ModelServer(Script([repeated, repeated, repeated, Turn("done")])) as server:
+        endpoint = GenerateChatServer(
+            base_url=server.url, tokenizer=load_tokenizer(), max_retries=0
+        )
+        first = await loop_factory(endpoint).run(USER, task_id="same")
+        second = await loop_factory(endpoint).run(USER, task_id="same")
+        await endpoint.aclose()
+    calls, answers = all_call_ids(first.messages)
+    assert len(calls) == 3
+    assert len(set(calls)) == 3
+    assert answers == calls
+    assert all_call_ids(second.messages) == (calls, answers)  # deterministic per rollout
+    assert first.finished_naturally
+
+
+async def test_phase_one_duplicate_and_missing_ids_are_replaced(loop_factory: Any) -> None:
+    history = [
+        {"role": "user", "content": "go"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "dup", "type": "function", "function": {"name": "echo", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "dup", "content": "earlier"},
+        {"role": "user", "content": "and now?"},
+    ]
+    # The scripted server answers a request holding k assistant messages with turn k.
+    script = Script(
+        [
+            Turn("never asked: the history already holds one assistant message"),
+            Turn(
+                tool_calls=[
+                    Call("echo", {"text": "a"}, id="dup"),
+                    Call("echo", {"text": "b"}, id="dup"),
+                ]
+            ),
+            Turn(tool_calls=[Call("echo", {"text": "c"}, id="call_0_1")]),
+            Turn("done"),
+        ]
+    )
+    async with ModelServer(script) as server:
+        result = await loop_factory(chat(server)).run(history)
+    calls, answers = all_call_ids(result.messages)
+    assert calls == ["dup", "call_0_0", "call_0_1", "call_1_0"]
+    assert answers == calls
+    contents = [m["content"] for m in result.messages if m["role"] == "tool"]
+    assert contents == ["earlier", "echo: a", "echo: b", "echo: c"]
+
+
+def test_save_survives_lone_surrogates_and_never_leaves_a_partial_file(
+    tmp_path: Path,
+) -> None:
+    arguments = '{"text": "\ud800 and \udfff and é"}'
+    result = AgentResult(
+        messages=[
+            {"role": "user", "content": "hi"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "c",
+                        "type": "function",
+                        "function": {"name": "echo", "arguments": arguments},
+                    }
+                ],
+            },
+        ],
+        turns_used=1,
+        finished_naturally=False,
+        reasoning_per_turn=[None],
+        tool_errors=[],
+    )
+    path = tmp_path / "rollout.json"
+    path.write_text("the previous save")
+    result.save(path)
+    assert AgentResult.load(path) == result
+    text = path.read_text(encoding="utf-8")  # valid UTF-8: the surrogates are JSON escapes
+    assert "\\ud800" in text
+    assert "é" in text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rollout.json"]
+    # A save that cannot complete leaves neither a partial file nor a temporary one.
+    blocked = tmp_path / "a-directory"
+    (blocked / "inside").mkdir(parents=True)
+    with pytest.raises(IsADirectoryError):
+        result.save(blocked)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-directory", "rollout.json"]
+    assert AgentResult.load(path) == result
+
+
+async def test_a_tool_call_that_never_started_ends_the_rollout_as_infra_error() -> None:
+    release = threading.Event()
+
+    def hang(arguments: dict[str, Any], call: ToolInvocation) -> str:
+        release.wait(30)
+        return "late"
+
+    tools = [Tool("hang", "", {"type": "object"}, hang)]
+    turn = Turn(tool_calls=[Call("hang", {})])
+    async with ModelServer(Script([turn, turn, Turn("never")])) as server:
+        loop = AgentLoop(chat(server), tools, tool_timeout=1.0, tool_pool_size=1)
+        try:
+            result = await loop.run(USER)
+            assert loop.abandoned_handlers == 1
+        finally:
+            release.set()
+            await loop.aclose()
+    assert result.stop_reason == "infra_error"
+    assert result.infra_error is not None
+    assert result.infra_error.kind == "tool_not_started"
+    assert result.infra_error.turn == 1
+    assert "(1 of 1 handler threads busy; 1 handlers abandoned" in result.infra_error.message
+    # The first call's timeout is the model's; the starved call is not.
+    assert [e.kind for e in result.tool_errors] == ["timeout"]
+    assert [m["role"] for m in result.messages] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+    ]
+    assert result.turns_used == 2

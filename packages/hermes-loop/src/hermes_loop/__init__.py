@@ -6,12 +6,19 @@ from hermes_loop.dispatch import ToolOutcome, ToolRunner
 from hermes_loop.endpoints import (
     ChatServer,
     ChatSession,
-    EndpointError,
     GenerateChatServer,
     ModelTurn,
     OpenAIChatServer,
     SamplingParams,
 )
+from hermes_loop.errors import (
+    EndpointError,
+    HermesLoopError,
+    InvalidMessagesError,
+    ResultFormatError,
+    ToolDefinitionError,
+)
+from hermes_loop.handler_pool import HandlerThreadPool
 from hermes_loop.loop import AgentLoop, HermesAgentLoop
 from hermes_loop.result import AgentResult, InfraError, ToolError
 from hermes_loop.tools import Tool, ToolInvocation
@@ -26,12 +33,17 @@ __all__ = [
     "ChatSession",
     "EndpointError",
     "GenerateChatServer",
+    "HandlerThreadPool",
     "HermesAgentLoop",
+    "HermesLoopError",
     "InfraError",
+    "InvalidMessagesError",
     "ModelTurn",
     "OpenAIChatServer",
+    "ResultFormatError",
     "SamplingParams",
     "Tool",
+    "ToolDefinitionError",
     "ToolError",
     "ToolInvocation",
     "ToolOutcome",

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor
 from typing import Any
 
 from hermes_loop.dispatch import ToolRunner
-from hermes_loop.endpoints.base import ChatServer, EndpointError, SamplingParams
+from hermes_loop.endpoints.base import ChatServer, SamplingParams
+from hermes_loop.errors import EndpointError, InvalidMessagesError
+from hermes_loop.handler_pool import HandlerThreadPool
 from hermes_loop.result import AgentResult, InfraError, StopReason, ToolError
 from hermes_loop.tools import Tool
 from hermes_loop.toolsets import ToolSet
@@ -22,9 +24,12 @@ class AgentLoop:
     """Send messages and tool schemas, run the calls, append results, repeat.
 
     The loop ends when the model answers without tool calls (``finished_naturally``),
-    after ``max_turns`` model calls, or when the endpoint fails after its retries (then
-    the result carries ``infra_error``: an infrastructure failure, not a model failure).
-    Tool failures never end a rollout: each becomes a tool message and a ``ToolError``.
+    after ``max_turns`` model calls, or on an infrastructure failure (then the result
+    carries ``infra_error``; never a model failure): the endpoint failed, or answered
+    the wrong shape, after its retries, or a blocking tool call got no thread within its
+    timeout. Tool failures never end a rollout: each becomes a tool message and a
+    ``ToolError``. Every tool call id in a rollout's messages is unique: the loop
+    replaces an id that is missing or already used by ``call_<turn>_<index>``.
 
     Args:
         server: a ``ChatServer`` (``OpenAIChatServer`` for Phase 1,
@@ -35,8 +40,10 @@ class AgentLoop:
         tool_concurrency: most calls of one turn running at once.
         tool_timeout: default seconds per tool call (a ``Tool`` may set its own).
         max_tool_output_chars: longer outputs are cut, with a visible marker.
-        executor: thread pool for blocking handlers; by default the loop makes one of
-            ``tool_pool_size`` threads and shuts it down in ``aclose()``.
+        executor: thread pool for blocking handlers; by default the loop makes a
+            ``HandlerThreadPool`` of ``tool_pool_size`` daemon threads (never joined at
+            exit, so a hung handler cannot hold the process) and shuts it down in
+            ``aclose()``.
         system_prompt: prepended as a system message when the input has none.
 
     Use as ``async with AgentLoop(...) as loop: result = await loop.run(messages)``;
@@ -67,9 +74,7 @@ class AgentLoop:
         self.params = SamplingParams(temperature, max_tokens, dict(extra_body or {}) or None)
         self.system_prompt = system_prompt
         self._owns_executor = executor is None
-        self._executor = executor or ThreadPoolExecutor(
-            max_workers=tool_pool_size, thread_name_prefix="hermes-tool"
-        )
+        self._executor = executor or HandlerThreadPool(tool_pool_size)
         self._runner = ToolRunner(
             self.tools,
             executor=self._executor,
@@ -85,10 +90,15 @@ class AgentLoop:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
+    @property
+    def abandoned_handlers(self) -> int:
+        """Blocking handlers abandoned at their timeout that are still running."""
+        return self._runner.abandoned
+
     async def aclose(self) -> None:
-        """Shut down the thread pool if the loop made it (running handlers are not killed,
-        but queued ones are dropped and each running one has its ``cancelled`` event set)."""
-        if self._owns_executor and isinstance(self._executor, ThreadPoolExecutor):
+        """Shut down the thread pool if the loop made it (queued calls are dropped;
+        running handlers are not killed, and never keep the process from exiting)."""
+        if self._owns_executor:
             self._executor.shutdown(wait=False, cancel_futures=True)
 
     async def run(
@@ -96,11 +106,16 @@ class AgentLoop:
     ) -> AgentResult:
         """Run one rollout from ``messages`` (OpenAI chat format).
 
+        Nothing the endpoint sends makes this raise: failures and wrong-shape answers
+        end the rollout with ``stop_reason="infra_error"``, keeping every turn before.
+
         Raises:
-            ValueError: if ``messages`` is empty or a message has no valid ``role``.
+            InvalidMessagesError: (a ``ValueError``) if ``messages`` is empty or a message
+                has no valid ``role``.
             asyncio.CancelledError: when cancelled; running tool calls are cancelled too.
         """
         history = _checked_messages(messages)
+        used_ids = _call_ids(history)
         if self.system_prompt and history[0].get("role") != "system":
             history.insert(0, {"role": "system", "content": self.system_prompt})
         task = task_id or uuid.uuid4().hex
@@ -125,11 +140,17 @@ class AgentLoop:
             if not calls:
                 stop = "natural"
                 break
+            _make_ids_unique(calls, used_ids, turn)
             outcomes = await self._runner.run(calls, turn=turn, task_id=task)
             for outcome in outcomes:
                 history.append(outcome.message)
                 if outcome.error is not None:
                     errors.append(outcome.error)
+                if outcome.not_run is not None and infra is None:
+                    infra = InfraError("tool_not_started", outcome.not_run, turn)
+            if infra is not None:
+                stop = "infra_error"
+                break
         return AgentResult(
             messages=history,
             turns_used=len(reasoning),
@@ -150,12 +171,44 @@ HermesAgentLoop = AgentLoop
 
 def _checked_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     if isinstance(messages, str | bytes) or not messages:
-        raise ValueError("messages must be a non-empty list of OpenAI chat messages")
+        raise InvalidMessagesError("messages must be a non-empty list of OpenAI chat messages")
     history = []
     for index, message in enumerate(messages):
         if not isinstance(message, Mapping) or message.get("role") not in _ROLES:
-            raise ValueError(
+            raise InvalidMessagesError(
                 f"messages[{index}] needs a 'role' of {sorted(_ROLES)}; got {message!r:.120}"
             )
         history.append(dict(message))
     return history
+
+
+def _call_ids(history: Sequence[Mapping[str, Any]]) -> set[str]:
+    """The tool call ids the input messages already use."""
+    found: list[Any] = []
+    for message in history:
+        found.append(message.get("tool_call_id"))
+        calls = message.get("tool_calls")
+        if isinstance(calls, list):
+            found.extend(call.get("id") for call in calls if isinstance(call, dict))
+    return {value for value in found if isinstance(value, str) and value}
+
+
+def _make_ids_unique(calls: list[dict[str, Any]], used: set[str], turn: int) -> None:
+    """Give every call an id not used before in the rollout (in place: a Phase 2 session
+    knows its own messages by identity).
+
+    Servers repeat ids (a parser hashing name and arguments, an index per turn), and
+    providers reject a history whose ``tool_call_id``s repeat. A fresh id is
+    ``call_<turn>_<index>``, with a suffix should even that be taken: deterministic for
+    the same rollout.
+    """
+    for index, call in enumerate(calls):
+        call_id = call.get("id")
+        if not isinstance(call_id, str) or not call_id or call_id in used:
+            call_id = fresh = f"call_{turn}_{index}"
+            suffix = 1
+            while call_id in used:
+                suffix += 1
+                call_id = f"{fresh}_{suffix}"
+            call["id"] = call_id
+        used.add(call_id)

@@ -3,13 +3,31 @@
 from __future__ import annotations
 
 import json
+import os
+import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["AgentResult", "InfraError", "StopReason", "ToolError"]
+from hermes_loop.errors import EndpointErrorKind, ResultFormatError
+
+__all__ = [
+    "AgentResult",
+    "InfraError",
+    "InfraErrorKind",
+    "StopReason",
+    "ToolError",
+    "ToolErrorKind",
+]
 
 StopReason = Literal["natural", "max_turns", "infra_error", "budget"]
+
+ToolErrorKind = Literal["unknown_tool", "invalid_arguments", "exception", "timeout"]
+"""How a tool call failed, as the model is told."""
+
+InfraErrorKind = EndpointErrorKind | Literal["tool_not_started"]
+"""How the infrastructure failed: an ``EndpointErrorKind``, or ``tool_not_started`` (a
+blocking tool handler got no thread within its timeout)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,19 +42,21 @@ class ToolError:
     tool_name: str
     arguments: str
     error: str
-    kind: str = "exception"
+    kind: ToolErrorKind = "exception"
     call_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class InfraError:
-    """The model endpoint failed after its retries: not the model's fault, never scored as 0.
+    """The infrastructure failed: not the model's fault, never scored as 0.
 
-    ``kind`` is ``rate_limited``, ``server_error``, ``timeout``, ``connection`` or
-    ``bad_response``; ``status`` is the HTTP status when there was one.
+    ``kind`` is an ``InfraErrorKind``: how the model endpoint failed after its retries
+    (``rate_limited``, ``server_error``, ``timeout``, ``connection``, ``bad_request``,
+    ``bad_response``), or ``tool_not_started``; ``status`` is the HTTP status when there
+    was one; ``turn`` the model call (0-based) during or after which it happened.
     """
 
-    kind: str
+    kind: InfraErrorKind
     message: str
     turn: int
     status: int | None = None
@@ -90,7 +110,8 @@ class AgentResult:
         """Rebuild a result from ``to_dict()`` output.
 
         Raises:
-            ValueError: if a required field is missing or has the wrong type.
+            ResultFormatError: (a ``ValueError``) if a required field is missing or has
+                the wrong type.
         """
         try:
             infra = data.get("infra_error")
@@ -106,12 +127,35 @@ class AgentResult:
                 usage=dict(data.get("usage", {})),
                 task_id=str(data.get("task_id", "")),
             )
-        except (KeyError, TypeError) as exc:
-            raise ValueError(f"not an AgentResult record: {exc!r}") from exc
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ResultFormatError(f"not an AgentResult record: {exc!r}") from exc
 
     def save(self, path: str | Path) -> None:
-        """Write the result as JSON (replay it with the model server's ``Replay``)."""
-        Path(path).write_text(json.dumps(self.to_dict(), ensure_ascii=False, indent=1))
+        """Write the result as JSON (replay it with the model server's ``Replay``).
+
+        The file is UTF-8. A lone surrogate (``"\\ud800"``, which UTF-8 cannot hold) is
+        written as its JSON escape ``\\ud800`` (``errors="backslashreplace"``, which can
+        only meet such characters inside JSON strings), so saving never fails on the text
+        and ``load`` gives back the same strings. The JSON goes to a temporary file
+        beside ``path`` that replaces ``path`` only once it is complete: a failed save
+        leaves no partial file, and an earlier file at ``path`` stays as it was.
+
+        Raises:
+            OSError: if the file cannot be written (the temporary file is removed).
+        """
+        target = Path(path)
+        data = json.dumps(self.to_dict(), ensure_ascii=False, indent=1)
+        encoded = data.encode("utf-8", errors="backslashreplace")
+        aside = target.with_name(f".{target.name}.{uuid.uuid4().hex[:12]}.tmp")
+        try:
+            with aside.open("xb") as file:
+                file.write(encoded)
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(aside, target)
+        except BaseException:
+            aside.unlink(missing_ok=True)
+            raise
 
     @classmethod
     def load(cls, path: str | Path) -> AgentResult:
@@ -119,12 +163,12 @@ class AgentResult:
 
         Raises:
             OSError: if the file cannot be read.
-            ValueError: if it is not a saved ``AgentResult``.
+            ResultFormatError: (a ``ValueError``) if it is not a saved ``AgentResult``.
         """
         try:
-            data = json.loads(Path(path).read_text())
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}: not JSON ({exc})") from exc
+            data = json.loads(Path(path).read_bytes())
+        except ValueError as exc:  # not JSON, or not UTF-8
+            raise ResultFormatError(f"{path}: not JSON ({exc})") from exc
         if not isinstance(data, dict):
-            raise ValueError(f"{path}: not a saved AgentResult (top level is not an object)")
+            raise ResultFormatError(f"{path}: not a saved AgentResult (top level is not an object)")
         return cls.from_dict(data)

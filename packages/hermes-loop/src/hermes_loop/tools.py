@@ -12,6 +12,8 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from hermes_loop.errors import ToolDefinitionError
+
 __all__ = ["Handler", "Tool", "ToolInvocation"]
 
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
@@ -49,8 +51,8 @@ class Tool:
         timeout: seconds before the call is abandoned; ``None`` uses the loop's default.
 
     Raises:
-        ValueError: at construction, if the name is invalid or ``parameters`` is not a
-            valid JSON schema of type object.
+        ToolDefinitionError: (a ``ValueError``) at construction, if the name is invalid
+            or ``parameters`` is not a valid JSON schema of type object.
     """
 
     name: str
@@ -63,15 +65,17 @@ class Tool:
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
-            raise ValueError(
+            raise ToolDefinitionError(
                 f"tool name {self.name!r} is invalid: use 1-64 letters, digits, '_', '.' or '-'"
             )
         if self.parameters.get("type", "object") != "object":
-            raise ValueError(f"tool {self.name!r}: parameters must be a JSON schema of type object")
+            raise ToolDefinitionError(
+                f"tool {self.name!r}: parameters must be a JSON schema of type object"
+            )
         try:
             Draft202012Validator.check_schema(dict(self.parameters))
         except SchemaError as exc:
-            raise ValueError(
+            raise ToolDefinitionError(
                 f"tool {self.name!r}: invalid parameters schema: {exc.message}"
             ) from exc
         object.__setattr__(self, "_validator", Draft202012Validator(dict(self.parameters)))

@@ -6,13 +6,14 @@ import random
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from hermes_loop.errors import HermesLoopError, ToolDefinitionError
 from hermes_loop.tools import Tool
 
 __all__ = ["ToolRegistry", "ToolSet", "UnknownToolsetError"]
 
 
-class UnknownToolsetError(KeyError):
-    """A toolset or distribution name that is not registered."""
+class UnknownToolsetError(HermesLoopError, KeyError):
+    """A toolset or distribution name that is not registered (also a ``KeyError``)."""
 
     def __init__(self, kind: str, name: str, known: Iterable[str]) -> None:
         self.kind = kind
@@ -31,11 +32,11 @@ class ToolSet:
     __slots__ = ("_tools",)
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
-        """Raises ``ValueError`` if two tools share a name."""
+        """Raises ``ToolDefinitionError`` (a ``ValueError``) if two tools share a name."""
         self._tools: dict[str, Tool] = {}
         for tool in tools:
             if tool.name in self._tools:
-                raise ValueError(f"two tools are named {tool.name!r}")
+                raise ToolDefinitionError(f"two tools are named {tool.name!r}")
             self._tools[tool.name] = tool
 
     def __iter__(self) -> Iterator[Tool]:
@@ -78,12 +79,15 @@ class ToolRegistry:
         """Put ``tool`` into ``toolset`` (created if new) and return it.
 
         Raises:
-            ValueError: if another tool of that name is already in the registry.
+            ToolDefinitionError: (a ``ValueError``) if a different tool of that name is
+                already in the registry.
         """
         for name, tools in self._toolsets.items():
             existing = tools.get(tool.name)
             if existing is not None and existing is not tool:
-                raise ValueError(f"a different tool named {tool.name!r} is in toolset {name!r}")
+                raise ToolDefinitionError(
+                    f"a different tool named {tool.name!r} is in toolset {name!r}"
+                )
         self._toolsets.setdefault(toolset, {})[tool.name] = tool
         return tool
 

@@ -6,6 +6,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from hermes_loop.errors import EndpointError
+
+# EndpointError lives in hermes_loop.errors (the package's error tree); it is re-exported
+# here because every endpoint raises it.
 __all__ = ["ChatServer", "ChatSession", "EndpointError", "ModelTurn", "SamplingParams"]
 
 
@@ -32,19 +36,6 @@ class ModelTurn:
     usage: Mapping[str, int] = field(default_factory=dict)
 
 
-class EndpointError(Exception):
-    """The endpoint failed and retrying did not help.
-
-    ``kind``: ``rate_limited``, ``server_error``, ``timeout``, ``connection``,
-    ``bad_request`` or ``bad_response``; ``status`` is the HTTP status if any.
-    """
-
-    def __init__(self, kind: str, message: str, status: int | None = None) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.status = status
-
-
 class ChatSession(Protocol):
     """One rollout's conversation with the model."""
 
@@ -57,7 +48,9 @@ class ChatSession(Protocol):
         """The model's next turn.
 
         Raises:
-            EndpointError: when the endpoint keeps failing after retries.
+            EndpointError: when the endpoint keeps failing after retries, or keeps
+                answering the wrong shape (kind ``bad_response``). Nothing else that
+                comes over the wire may escape: ``AgentLoop`` catches only this.
         """
         ...
 

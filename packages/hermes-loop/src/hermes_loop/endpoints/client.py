@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+import logging
 import os
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 import openai
 
+from hermes_loop.endpoints.errors import endpoint_error
+from hermes_loop.errors import EndpointError
+
 __all__ = ["HTTPEndpoint", "make_client"]
+
+_log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+
+#: Seconds before the first retry of a wrong-shape answer; doubled per retry, at most 8.
+_FIRST_BACKOFF = 0.5
+_MAX_BACKOFF = 8.0
 
 
 def make_client(
@@ -38,3 +54,49 @@ class HTTPEndpoint:
     async def aclose(self) -> None:
         """Close the HTTP client."""
         await self.client.close()
+
+    async def post_checked(
+        self, path: str, body: Mapping[str, Any], read: Callable[[Any], _T]
+    ) -> _T:
+        """POST ``body`` as JSON to ``path``; return ``read(answer)``, the answer decoded.
+
+        The client retries HTTP failures (429, 5xx, timeouts, dropped connections). A
+        complete answer of the wrong shape (a body that is not JSON, or one ``read``
+        rejects with an ``EndpointError`` of kind ``bad_response``) is retried here as
+        often, with backoff (0.5 s, doubled per retry, at most 8 s).
+
+        Raises:
+            EndpointError: when the endpoint fails or keeps answering the wrong shape.
+        """
+        retries = max(int(self.client.max_retries), 0)
+        for attempt in range(retries + 1):
+            try:
+                data = await self.client.post(path, body=body, cast_to=object)
+                return read(_decoded(path, data))
+            except openai.OpenAIError as exc:
+                failure = endpoint_error(exc)
+                failure.__cause__ = exc
+            except EndpointError as exc:
+                failure = exc
+            except ValueError:  # the SDK's JSON decoding of an application/json body
+                failure = EndpointError("bad_response", f"{path} answered a body that is not JSON")
+            if failure.kind != "bad_response":
+                raise failure
+            if attempt < retries:
+                delay = min(_FIRST_BACKOFF * 2**attempt, _MAX_BACKOFF)
+                _log.warning("%s (attempt %d); retrying in %gs", failure, attempt + 1, delay)
+                await asyncio.sleep(delay)
+        raise failure
+
+
+def _decoded(path: str, data: Any) -> Any:
+    """The SDK hands back a non-JSON content type's body as text: decode it here."""
+    if not isinstance(data, str):
+        return data
+    try:
+        return json.loads(data)
+    except ValueError:
+        snippet = " ".join(data.split())[:80]
+        raise EndpointError(
+            "bad_response", f"{path} answered a body that is not JSON: {snippet!r}"
+        ) from None

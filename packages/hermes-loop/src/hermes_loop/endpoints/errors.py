@@ -1,12 +1,14 @@
-"""Mapping the openai SDK's exceptions onto ``EndpointError``."""
+"""Making ``EndpointError``s: from the openai SDK's exceptions, and for wrong-shape answers."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import openai
 
-from hermes_loop.endpoints.base import EndpointError
+from hermes_loop.errors import EndpointError, EndpointErrorKind
 
-__all__ = ["endpoint_error"]
+__all__ = ["bad_response", "endpoint_error", "type_name"]
 
 
 def endpoint_error(exc: Exception) -> EndpointError:
@@ -18,6 +20,28 @@ def endpoint_error(exc: Exception) -> EndpointError:
     if isinstance(exc, openai.RateLimitError):
         return EndpointError("rate_limited", f"rate limited (429): {exc.message}", 429)
     if isinstance(exc, openai.APIStatusError):
-        kind = "server_error" if exc.status_code >= 500 else "bad_request"
+        kind: EndpointErrorKind = "server_error" if exc.status_code >= 500 else "bad_request"
         return EndpointError(kind, f"HTTP {exc.status_code}: {exc.message}", exc.status_code)
     return EndpointError("bad_response", f"unusable response: {type(exc).__name__}: {exc}")
+
+
+def bad_response(route: str, problem: str) -> EndpointError:
+    """The error for a complete answer of the wrong shape: ``route`` answered ``problem``."""
+    return EndpointError("bad_response", f"{route} answered the wrong shape: {problem}")
+
+
+def type_name(value: Any) -> str:
+    """A JSON-ish name of ``value``'s type, for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__

@@ -17,21 +17,27 @@ sequence starts.
 
 from __future__ import annotations
 
+import functools
+import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import openai
 
-from hermes_loop.endpoints.base import ChatSession, EndpointError, ModelTurn, SamplingParams
+from hermes_loop.endpoints.base import ChatSession, ModelTurn, SamplingParams
 from hermes_loop.endpoints.client import HTTPEndpoint, make_client
-from hermes_loop.endpoints.errors import endpoint_error
+from hermes_loop.endpoints.errors import bad_response, type_name
 from hermes_parsers import ToolCallParser, get_parser
 
 if TYPE_CHECKING:
     from hermes_loop.tokenizer import Tokenizer
 
-__all__ = ["GenerateChatServer", "Renderer"]
+__all__ = ["GenerateChatServer", "Renderer", "read_generation"]
+
+_ROUTE = "/generate"
+_DECIMAL = re.compile(r"-?[0-9]{1,20}")
 
 Renderer = Callable[..., str]
 """``render(messages, tools=..., add_generation_prompt=True) -> prompt text``."""
@@ -101,36 +107,80 @@ class GenerateChatServer(HTTPEndpoint):
             body["model"] = self.model
         body.update(self.extra_body)
         body.update(params.extra_body or {})
-        try:
-            data = await self.client.post("/generate", body=body, cast_to=object)
-        except openai.OpenAIError as exc:
-            raise endpoint_error(exc) from exc
-        return _read_generation(data)
+        vocab = getattr(self.tokenizer, "vocab_size", None)
+        read = functools.partial(read_generation, vocab_size=vocab if type(vocab) is int else None)
+        return await self.post_checked("/generate", body, read)
 
 
-def _read_generation(data: Any) -> tuple[list[int], list[float], str]:
-    try:
-        finish = str((data.get("finish_reasons") or ["stop"])[0])
-        positions = data["logprobs"][0]
-        ids: list[int] = []
-        logprobs: list[float] = []
-        for entry in positions:
-            pair = entry[0] if isinstance(entry, list) else entry
-            ((token, logprob),) = pair.items()
-            ids.append(int(token))
-            logprobs.append(float(logprob))
-        token_ids = data.get("token_ids")
-        if token_ids:
-            ids = [int(t) for t in token_ids[0]]
-    except (AttributeError, KeyError, IndexError, TypeError, ValueError) as exc:
-        raise EndpointError(
-            "bad_response", f"/generate answered an unexpected shape: {exc!r}"
-        ) from exc
-    if len(ids) != len(logprobs):
-        raise EndpointError(
-            "bad_response", f"/generate gave {len(ids)} token ids but {len(logprobs)} logprobs"
-        )
-    return ids, logprobs, finish
+def read_generation(
+    data: Any, *, vocab_size: int | None = None
+) -> tuple[list[int], list[float], str]:
+    """(token ids, logprobs, finish reason) of the first sample of a ``/generate`` answer.
+
+    The answer is vLLM's shape: ``logprobs[0]`` holds one ``[{"<id>": logprob}]`` (or
+    ``{"<id>": logprob}``) per generated token; ``token_ids[0]``, ``text[0]`` and
+    ``finish_reasons[0]`` are checked when present and must agree with it. Ids must be
+    integers in ``[0, vocab_size)`` and logprobs finite numbers.
+
+    Raises:
+        EndpointError: of kind ``bad_response``, naming the first field of the wrong shape.
+    """
+    if not isinstance(data, dict):
+        raise bad_response(_ROUTE, f"the body is {type_name(data)}, not an object")
+    positions = _first_sample(data, "logprobs", required=True)
+    ids: list[int] = []
+    logprobs: list[float] = []
+    for index, entry in enumerate(positions):
+        pair = entry[0] if isinstance(entry, list) and entry else entry
+        if not isinstance(pair, dict) or len(pair) != 1:
+            raise bad_response(
+                _ROUTE, f"logprobs[0][{index}] is not one {{token id: logprob}} pair"
+            )
+        ((token, logprob),) = pair.items()
+        ids.append(_token_id(token, f"logprobs[0][{index}]", vocab_size))
+        if isinstance(logprob, bool) or not isinstance(logprob, int | float):
+            raise bad_response(_ROUTE, f"logprobs[0][{index}] has a logprob that is not a number")
+        if not math.isfinite(logprob):
+            raise bad_response(_ROUTE, f"logprobs[0][{index}] has the logprob {logprob}")
+        logprobs.append(float(logprob))
+    token_ids = _first_sample(data, "token_ids", required=False)
+    if token_ids is not None:
+        listed = [_token_id(t, f"token_ids[0][{i}]", vocab_size) for i, t in enumerate(token_ids)]
+        if listed != ids:
+            raise bad_response(
+                _ROUTE,
+                f"token_ids[0] ({len(listed)} ids) disagrees with the ids of logprobs[0] "
+                f"({len(ids)} ids)",
+            )
+    _first_sample(data, "text", required=False, item=str)  # unused: the ids are decoded
+    finish = _first_sample(data, "finish_reasons", required=False, item=str)
+    return ids, logprobs, "stop" if finish is None else finish
+
+
+def _first_sample(data: dict[str, Any], key: str, *, required: bool, item: type = list) -> Any:
+    """``data[key][0]``, checked to be an ``item``; ``None`` if absent and not required."""
+    value = data.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, list) or not value:
+        raise bad_response(_ROUTE, f"{key!r} is {type_name(value)}, not a non-empty array")
+    first = value[0]
+    if not isinstance(first, item):
+        expected = "an array" if item is list else "a string"
+        raise bad_response(_ROUTE, f"{key}[0] is {type_name(first)}, not {expected}")
+    return first
+
+
+def _token_id(raw: Any, where: str, vocab_size: int | None) -> int:
+    """A token id written as an int or as a decimal string (vLLM's dict keys)."""
+    if isinstance(raw, str) and _DECIMAL.fullmatch(raw):
+        raw = int(raw)
+    if isinstance(raw, bool) or not isinstance(raw, int):
+        raise bad_response(_ROUTE, f"{where} has the token id {raw!r:.40}, not an integer")
+    if raw < 0 or (vocab_size is not None and raw >= vocab_size):
+        limit = f"[0, {vocab_size})" if vocab_size is not None else "0 or more"
+        raise bad_response(_ROUTE, f"{where} has the token id {raw}, outside {limit}")
+    return raw
 
 
 @dataclass(slots=True)

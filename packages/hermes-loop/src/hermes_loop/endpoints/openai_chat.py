@@ -6,14 +6,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import openai
-from openai.types.chat import ChatCompletion
 
-from hermes_loop.endpoints.base import ChatSession, EndpointError, ModelTurn, SamplingParams
+from hermes_loop.endpoints.base import ChatSession, ModelTurn, SamplingParams
 from hermes_loop.endpoints.client import HTTPEndpoint, make_client
-from hermes_loop.endpoints.errors import endpoint_error
+from hermes_loop.endpoints.errors import bad_response, type_name
 from hermes_loop.reasoning import split_reasoning
 
-__all__ = ["OpenAIChatServer"]
+__all__ = ["OpenAIChatServer", "read_chat_answer"]
+
+_ROUTE = "/chat/completions"
 
 
 class OpenAIChatServer(HTTPEndpoint):
@@ -27,7 +28,8 @@ class OpenAIChatServer(HTTPEndpoint):
             ignore it; remote ones answer 401, recorded as ``bad_request``).
         timeout: seconds per request; a hang past it counts as a failed attempt.
         max_retries: retries (with backoff, honouring ``Retry-After``) on 429, 5xx,
-            timeouts and dropped connections.
+            timeouts and dropped connections, and on complete answers of the wrong
+            shape (see ``read_chat_answer``).
         extra_body: merged into every request (e.g. OpenRouter provider preferences).
         client: an ``openai.AsyncOpenAI`` to use instead of building one.
     """
@@ -82,44 +84,111 @@ class _Session:
             request["max_tokens"] = params.max_tokens
         request.update(server.extra_body)
         request.update(params.extra_body or {})
-        try:
-            # The messages are plain JSON already: post them as they are, skipping the
-            # SDK's per-field request transform (the client's retries, timeouts and
-            # errors still apply).
-            response = await server.client.post(
-                "/chat/completions", body=request, cast_to=ChatCompletion
+        # The messages are plain JSON already: post them as they are, skipping the SDK's
+        # per-field request transform and response model (the client's retries, timeouts
+        # and errors still apply), and check the answer's shape here.
+        return await server.post_checked(_ROUTE, request, read_chat_answer)
+
+
+def read_chat_answer(data: Any) -> ModelTurn:
+    """The assistant turn in a decoded ``/chat/completions`` answer.
+
+    Only ``choices[0]`` is read. ``content``, ``reasoning_content``/``reasoning`` and
+    ``finish_reason`` must be strings or null; ``tool_calls`` null or an array of
+    ``{"id", "type": "function", "function": {"name", "arguments"}}`` with a non-empty
+    name and string arguments; ``usage`` null or an object of non-negative integers.
+
+    Raises:
+        EndpointError: of kind ``bad_response``, naming the first field of the wrong shape.
+    """
+    if not isinstance(data, dict):
+        raise bad_response(_ROUTE, f"the body is {type_name(data)}, not a chat completion")
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise bad_response(_ROUTE, f"'choices' is {_shown(choices)}, not a non-empty array")
+    choice = choices[0]
+    if not isinstance(choice, dict):
+        raise bad_response(_ROUTE, f"choices[0] is {type_name(choice)}, not an object")
+    message = choice.get("message")
+    if not isinstance(message, dict):
+        raise bad_response(_ROUTE, f"choices[0].message is {type_name(message)}, not an object")
+    content = _optional_text(message, "content")
+    reasoning = _optional_text(message, "reasoning_content") or _optional_text(message, "reasoning")
+    finish = _optional_text(choice, "finish_reason", where="choices[0]")
+    if content is not None and ("<think>" in content or "</think>" in content):
+        content, inline = split_reasoning(content)
+        reasoning = reasoning or inline
+    out: dict[str, Any] = {"role": "assistant", "content": content}
+    calls = _tool_calls(message.get("tool_calls"))
+    if calls:
+        out["tool_calls"] = calls
+    return ModelTurn(out, reasoning, finish, _usage(data.get("usage")))
+
+
+def _shown(value: Any) -> str:
+    return "an empty array" if value == [] else type_name(value)
+
+
+def _optional_text(
+    parent: dict[str, Any], key: str, *, where: str = "choices[0].message"
+) -> str | None:
+    value = parent.get(key)
+    if value is not None and not isinstance(value, str):
+        raise bad_response(_ROUTE, f"{where}.{key} is {type_name(value)}, not a string")
+    return value
+
+
+def _tool_calls(raw: Any) -> list[dict[str, Any]]:
+    if raw is None:
+        return []
+    where = "choices[0].message.tool_calls"
+    if not isinstance(raw, list):
+        raise bad_response(_ROUTE, f"{where} is {type_name(raw)}, not an array")
+    calls = []
+    for index, call in enumerate(raw):
+        at = f"{where}[{index}]"
+        if not isinstance(call, dict):
+            raise bad_response(_ROUTE, f"{at} is {type_name(call)}, not an object")
+        if call.get("type", "function") != "function":
+            raise bad_response(_ROUTE, f"{at}.type is {call.get('type')!r}, not 'function'")
+        call_id = call.get("id")
+        if call_id is not None and not isinstance(call_id, str):
+            raise bad_response(_ROUTE, f"{at}.id is {type_name(call_id)}, not a string")
+        function = call.get("function")
+        if not isinstance(function, dict):
+            raise bad_response(_ROUTE, f"{at}.function is {type_name(function)}, not an object")
+        name, arguments = function.get("name"), function.get("arguments")
+        if not isinstance(name, str) or not name:
+            raise bad_response(_ROUTE, f"{at}.function.name is {_shown_name(name)}")
+        if not isinstance(arguments, str):
+            raise bad_response(
+                _ROUTE, f"{at}.function.arguments is {type_name(arguments)}, not a JSON string"
             )
-        except openai.OpenAIError as exc:
-            raise endpoint_error(exc) from exc
-        if not response.choices:
-            raise EndpointError("bad_response", "the response has no choices")
-        choice = response.choices[0]
-        message = choice.message
-        content = message.content
-        extra_fields = message.model_extra or {}
-        reasoning = extra_fields.get("reasoning_content") or extra_fields.get("reasoning")
-        if isinstance(content, str) and ("<think>" in content or "</think>" in content):
-            content, inline = split_reasoning(content)
-            reasoning = reasoning or inline
-        out: dict[str, Any] = {"role": "assistant", "content": content}
-        if message.tool_calls:
-            out["tool_calls"] = [
-                {
-                    "id": call.id,
-                    "type": "function",
-                    "function": {
-                        "name": call.function.name,
-                        "arguments": call.function.arguments,
-                    },
-                }
-                for call in message.tool_calls
-                if call.type == "function"
-            ]
-        usage = response.usage
-        counts = (
-            {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens}
-            if usage
-            else {}
+        calls.append(
+            {
+                "id": call_id or "",
+                "type": "function",
+                "function": {"name": name, "arguments": arguments},
+            }
         )
-        text_reasoning = reasoning if isinstance(reasoning, str) else None
-        return ModelTurn(out, text_reasoning, choice.finish_reason, counts)
+    return calls
+
+
+def _shown_name(name: Any) -> str:
+    return "empty" if name == "" else f"{type_name(name)}, not a string"
+
+
+def _usage(raw: Any) -> dict[str, int]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise bad_response(_ROUTE, f"'usage' is {type_name(raw)}, not an object")
+    counts = {}
+    for key in ("prompt_tokens", "completion_tokens"):
+        value = raw.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise bad_response(_ROUTE, f"usage.{key} is {value!r:.40}, not a count")
+        counts[key] = value
+    return counts
