@@ -205,3 +205,12 @@ async def test_bad_text_and_nesting_in_requests_are_400s() -> None:
         async with http.post(generate, data=b'{"text": "\\udc00"}') as response:
             assert response.status == 400
             assert "input_ids (or text)" in (await response.json())["error"]["message"]
+
+
+async def test_bad_ports_name_the_port() -> None:
+    with pytest.raises(ValueError, match=r"port must be 0-65535 .*got 99999"):
+        ModelServer(["ok"], port=99999)
+    async with ModelServer(["ok"]) as first:
+        second = ModelServer(["ok"], port=first.port)
+        with pytest.raises(OSError, match=rf"cannot listen on 127\.0\.0\.1:{first.port}: "):
+            await second.start()

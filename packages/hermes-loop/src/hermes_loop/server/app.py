@@ -410,9 +410,8 @@ class ModelServer:
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         parsed: ChatRequest = read_chat(await read_json(request))
         answer = await self._answer(parsed)
-        assert parsed.messages is not None
         try:
-            prompt_ids = self._prompts.encode(parsed.messages, parsed.tools)
+            prompt_ids = self._prompts.encode(parsed.messages or (), parsed.tools)
         except ValueError as exc:
             raise Rejected(400, f"cannot render the conversation: {exc}") from None
         reply = chat_reply(parsed, answer.completion, prompt_ids, self.tokenizer, self.parser)

@@ -1,7 +1,8 @@
 """Run the scripted model server outside the caller's event loop.
 
 - ``ModelServerProcess``: ``python -m hermes_loop.server`` in a child process (for
-  benchmarks, so the server does not share the client's CPU time or event loop).
+  benchmarks, so the server does not share the client's CPU time or event loop). The
+  calling process needs no ``aiohttp`` for it.
 - ``ModelServerThread``: a ``ModelServer`` on its own event loop in a background thread
   (for synchronous code).
 """

@@ -6,6 +6,6 @@
 
 Each reads a request body into the server's own request object (a ``ParsedRequest``
 subclass, which becomes the ``ModelRequest`` a responder sees) and writes a prepared
-``Completion`` as that dialect's payload. They know nothing of HTTP: the server's routes
-do the reading and the sending.
+``Completion`` as that dialect's payload (a bad body is a ``wire.Rejected``, answered
+as an OpenAI-shaped 400). They neither read nor write HTTP: the server's routes do.
 """
