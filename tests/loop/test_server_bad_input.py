@@ -91,6 +91,14 @@ def test_a_deep_file_that_is_fine_otherwise_still_loads(tmp_path: Path) -> None:
     assert [turn.content for turn in load_script_file(path)["ok"].turns] == ["hi"]
 
 
+def test_a_yaml_file_too_deep_to_read_names_the_file(tmp_path: Path) -> None:
+    pytest.importorskip("yaml")
+    path = tmp_path / "deep.yaml"
+    path.write_text("- content: " + "[" * 1000 + "]" * 1000 + "\n", encoding="utf-8")
+    with pytest.raises(ScriptError, match=r"deep\.yaml: nested too deeply to read as YAML"):
+        load_script_file(path)
+
+
 def test_deep_arguments_built_in_python_are_refused_when_the_call_is_made() -> None:
     with pytest.raises(ScriptError, match=r"^turn 1: field 'tool_calls\[0\].arguments': nested"):
         Script(["ok", {"tool_calls": [{"name": "t", "arguments": nested(DEEP)}]}])
