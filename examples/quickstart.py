@@ -80,7 +80,7 @@ def show(title: str, result: AgentResult, score: float) -> None:
 
 async def run() -> int:
     failures = 0
-    async with ModelServer(Policy(oracle)) as server, SandboxPool("local") as pool:
+    async with ModelServer(Policy(oracle, name="oracle")) as server, SandboxPool("local") as pool:
         tool = terminal_tool(pool)
         phase1 = OpenAIChatServer(base_url=server.base_url, model="oracle", max_retries=2)
         async with AgentLoop(phase1, [tool], max_turns=5) as loop:

@@ -89,7 +89,7 @@ async def server() -> AsyncIterator[ModelServer]:
 
 async def test_script_replies_with_tool_calls_and_reasoning(server: ModelServer) -> None:
     async with client(server) as api:
-        first = await api.chat.completions.create(model="m", messages=[USER], tools=TOOLS)
+        first = await api.chat.completions.create(model="scripted", messages=[USER], tools=TOOLS)
         choice = first.choices[0]
         assert choice.finish_reason == "tool_calls"
         assert choice.message.content == "Let me look."
@@ -105,7 +105,7 @@ async def test_script_replies_with_tool_calls_and_reasoning(server: ModelServer)
         assert len({c.id for c in calls}) == 2
 
         second = await api.chat.completions.create(
-            model="m", messages=follow_up(first, ["a.txt", "ok"]), tools=TOOLS
+            model="scripted", messages=follow_up(first, ["a.txt", "ok"]), tools=TOOLS
         )
         assert second.choices[0].message.content == "It holds a.txt."
         assert second.choices[0].message.tool_calls is None
@@ -115,7 +115,7 @@ async def test_script_replies_with_tool_calls_and_reasoning(server: ModelServer)
 
 async def test_usage_is_counted_with_the_tokenizer(server: ModelServer) -> None:
     async with client(server) as api:
-        reply = await api.chat.completions.create(model="m", messages=[USER], tools=TOOLS)
+        reply = await api.chat.completions.create(model="scripted", messages=[USER], tools=TOOLS)
     assert reply.usage is not None
     assert reply.usage.prompt_tokens == len(TOKENIZER.encode(render_prompt([USER], TOOLS)))
     completion = render_turn(LS_TURN, PARSER) + "<|im_end|>"
@@ -126,8 +126,10 @@ async def test_usage_is_counted_with_the_tokenizer(server: ModelServer) -> None:
 async def test_tool_call_ids_are_distinct_per_turn() -> None:
     same = Turn(tool_calls=[Call("terminal", {"command": "ls"})])
     async with ModelServer([same, same]) as running, client(running) as api:
-        first = await api.chat.completions.create(model="m", messages=[USER])
-        second = await api.chat.completions.create(model="m", messages=follow_up(first, ["x"]))
+        first = await api.chat.completions.create(model="scripted", messages=[USER])
+        second = await api.chat.completions.create(
+            model="scripted", messages=follow_up(first, ["x"])
+        )
     ids = [r.choices[0].message.tool_calls[0].id for r in (first, second)]
     assert ids[0] != ids[1]
 
@@ -135,7 +137,7 @@ async def test_tool_call_ids_are_distinct_per_turn() -> None:
 async def test_scripted_ids_and_raw_arguments_pass_through() -> None:
     turn = Turn(tool_calls=[Call("terminal", '{"command": "ls"', id="call_fixed")])
     async with ModelServer([turn]) as running, client(running) as api:
-        reply = await api.chat.completions.create(model="m", messages=[USER])
+        reply = await api.chat.completions.create(model="scripted", messages=[USER])
     call = reply.choices[0].message.tool_calls[0]
     assert call.id == "call_fixed"
     assert call.function.arguments == '{"command": "ls"'
@@ -176,7 +178,7 @@ async def test_past_the_end_of_the_script_is_a_clear_400(server: ModelServer) ->
     history = [USER, {"role": "assistant", "content": "a"}, {"role": "assistant", "content": "b"}]
     async with client(server, max_retries=2) as api:
         with pytest.raises(openai.BadRequestError, match="has 2 turn") as caught:
-            await api.chat.completions.create(model="m", messages=history)
+            await api.chat.completions.create(model="scripted", messages=history)
     assert caught.value.code == "script_exhausted"
     assert server.requests["chat"] == 1  # not retried
 
@@ -184,10 +186,10 @@ async def test_past_the_end_of_the_script_is_a_clear_400(server: ModelServer) ->
 async def test_bad_requests_are_rejected_with_reasons(server: ModelServer) -> None:
     async with client(server) as api:
         with pytest.raises(openai.BadRequestError, match="n=2 is not supported"):
-            await api.chat.completions.create(model="m", messages=[USER], n=2)
+            await api.chat.completions.create(model="scripted", messages=[USER], n=2)
         with pytest.raises(openai.BadRequestError, match="unknown role"):
             await api.chat.completions.create(
-                model="m",
+                model="scripted",
                 messages=[{"role": "robot", "content": "x"}],
             )
     url = server.base_url + "/chat/completions"
@@ -204,15 +206,53 @@ async def test_named_scripts_are_chosen_by_model() -> None:
         assert alpha.choices[0].message.content == "from alpha"
         assert beta.choices[0].message.content == "from beta"
         assert beta.model == "beta"
-        with pytest.raises(openai.NotFoundError, match="known models: alpha, beta"):
+        with pytest.raises(openai.NotFoundError, match="served models: alpha, beta"):
             await api.chat.completions.create(model="gamma", messages=[USER])
         listed = await api.models.list()
         assert [model.id for model in listed.data] == ["alpha", "beta"]
 
 
+async def test_a_model_not_served_is_a_404_naming_the_served_one(server: ModelServer) -> None:
+    async with client(server) as api:
+        with pytest.raises(openai.NotFoundError, match="served models: scripted") as caught:
+            await api.chat.completions.create(model="gpt-4o", messages=[USER])
+    assert caught.value.body == {
+        "message": "the model 'gpt-4o' is not served here; served models: scripted",
+        "type": "invalid_request_error",
+        "param": "model",
+        "code": "model_not_found",
+    }
+    prompt = TOKENIZER.encode(render_prompt([USER]))
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(server.url + "/generate", json={"prompt": prompt, "model": "nope"}) as response,
+    ):
+        assert response.status == 404
+        assert (await response.json())["error"]["code"] == "model_not_found"
+    assert server.requests == {"chat": 1, "generate": 1}
+
+
+async def test_without_a_model_field_the_only_or_default_model_answers() -> None:
+    scripts = {"alpha": Script(["from alpha"]), "beta": Script(["from beta"])}
+    prompt = TOKENIZER.encode(render_prompt([USER]))
+    async with (
+        ModelServer(scripts) as running,
+        aiohttp.ClientSession() as http,
+        http.post(running.url + "/generate", json={"prompt": prompt}) as response,
+    ):
+        assert response.status == 400
+        error = (await response.json())["error"]
+        assert error["message"] == (
+            "the request names no model; this server serves several: alpha, beta"
+        )
+    async with ModelServer(scripts, default_model="beta") as running:
+        assert (await generate(running, {"prompt": prompt}))["text"] == ["from beta"]
+        assert (await generate(running, {"prompt": prompt, "model": "x"}))["text"] == ["from beta"]
+
+
 async def test_max_tokens_cuts_the_reply(server: ModelServer) -> None:
     async with client(server) as api:
-        reply = await api.chat.completions.create(model="m", messages=[USER], max_tokens=3)
+        reply = await api.chat.completions.create(model="scripted", messages=[USER], max_tokens=3)
     assert reply.choices[0].finish_reason == "length"
     assert reply.usage is not None
     assert reply.usage.completion_tokens == 3
@@ -222,7 +262,7 @@ async def test_max_tokens_cuts_the_reply(server: ModelServer) -> None:
 async def test_logprobs_and_token_ids_on_request(server: ModelServer) -> None:
     async with client(server) as api:
         reply = await api.chat.completions.create(
-            model="m", messages=[USER], logprobs=True, extra_body={"return_token_ids": True}
+            model="scripted", messages=[USER], logprobs=True, extra_body={"return_token_ids": True}
         )
     choice = reply.choices[0]
     token_ids = (choice.model_extra or {})["token_ids"]
@@ -243,7 +283,10 @@ async def test_prompt_tokens_match_a_whole_prompt_encode_on_long_conversations()
     async with ModelServer(Script([turn] * 6)) as running, client(running) as api:
         for index in range(6):
             reply = await api.chat.completions.create(
-                model="m", messages=history, tools=TOOLS, extra_body={"return_token_ids": True}
+                model="scripted",
+                messages=history,
+                tools=TOOLS,
+                extra_body={"return_token_ids": True},
             )
             expected = TOKENIZER.encode(render_prompt(history, TOOLS))
             assert (reply.model_extra or {})["prompt_token_ids"] == expected
@@ -257,7 +300,7 @@ async def test_prompt_tokens_match_a_whole_prompt_encode_on_long_conversations()
 async def test_streaming_gives_the_same_message(server: ModelServer) -> None:
     async with client(server) as api:
         stream = await api.chat.completions.create(
-            model="m",
+            model="scripted",
             messages=[USER],
             tools=TOOLS,
             stream=True,
@@ -312,9 +355,9 @@ async def test_429_without_retries_then_success_on_the_next_attempt() -> None:
     turn = Turn(content="finally", faults=[Fault(status=429, retry_after=0.01, times=1)])
     async with ModelServer([turn]) as running, client(running, max_retries=0) as api:
         with pytest.raises(openai.RateLimitError) as caught:
-            await api.chat.completions.create(model="m", messages=[USER])
+            await api.chat.completions.create(model="scripted", messages=[USER])
         assert caught.value.response.headers["retry-after"] == "0.01"
-        reply = await api.chat.completions.create(model="m", messages=[USER])
+        reply = await api.chat.completions.create(model="scripted", messages=[USER])
     assert reply.choices[0].message.content == "finally"
 
 
@@ -322,7 +365,7 @@ async def test_429_is_retried_by_the_client_honouring_retry_after() -> None:
     turn = Turn(content="finally", faults=[Fault(status=429, retry_after=0.05, times=2)])
     async with ModelServer([turn]) as running, client(running, max_retries=3) as api:
         started = time.monotonic()
-        reply = await api.chat.completions.create(model="m", messages=[USER])
+        reply = await api.chat.completions.create(model="scripted", messages=[USER])
         elapsed = time.monotonic() - started
     assert reply.choices[0].message.content == "finally"
     assert running.requests["chat"] == 3
@@ -339,12 +382,12 @@ async def test_500_and_503_phases_then_success() -> None:
     )
     async with ModelServer([turn]) as running, client(running, max_retries=0) as api:
         with pytest.raises(openai.InternalServerError, match="boom") as first:
-            await api.chat.completions.create(model="m", messages=[USER])
+            await api.chat.completions.create(model="scripted", messages=[USER])
         assert first.value.status_code == 500
         with pytest.raises(openai.InternalServerError) as second:
-            await api.chat.completions.create(model="m", messages=[USER])
+            await api.chat.completions.create(model="scripted", messages=[USER])
         assert second.value.status_code == 503
-        reply = await api.chat.completions.create(model="m", messages=[USER])
+        reply = await api.chat.completions.create(model="scripted", messages=[USER])
         assert reply.choices[0].message.content == "up again"
 
 
@@ -354,9 +397,9 @@ async def test_faults_are_counted_per_conversation() -> None:
     async with ModelServer([turn]) as running, client(running) as api:
         for messages in ([USER], [other]):
             with pytest.raises(openai.InternalServerError):
-                await api.chat.completions.create(model="m", messages=messages)
+                await api.chat.completions.create(model="scripted", messages=messages)
         for messages in ([USER], [other]):
-            reply = await api.chat.completions.create(model="m", messages=messages)
+            reply = await api.chat.completions.create(model="scripted", messages=messages)
             assert reply.choices[0].message.content == "ok"
 
 
@@ -365,7 +408,7 @@ async def test_fault_for_every_attempt() -> None:
     async with ModelServer([turn]) as running, client(running) as api:
         for _ in range(3):
             with pytest.raises(openai.InternalServerError):
-                await api.chat.completions.create(model="m", messages=[USER])
+                await api.chat.completions.create(model="scripted", messages=[USER])
 
 
 async def test_delay_answers_late_or_times_the_client_out() -> None:
@@ -373,10 +416,10 @@ async def test_delay_answers_late_or_times_the_client_out() -> None:
     async with ModelServer([turn]) as running:
         async with client(running, timeout=0.2) as api:
             with pytest.raises(openai.APITimeoutError):
-                await api.chat.completions.create(model="m", messages=[USER])
+                await api.chat.completions.create(model="scripted", messages=[USER])
         async with client(running, timeout=5) as api:
             started = time.monotonic()
-            reply = await api.chat.completions.create(model="m", messages=[USER])
+            reply = await api.chat.completions.create(model="scripted", messages=[USER])
             assert time.monotonic() - started >= 0.2
             assert reply.choices[0].message.content == "slow"
 
@@ -386,10 +429,10 @@ async def test_hang_until_the_client_gives_up_then_retry_succeeds() -> None:
     async with ModelServer([turn]) as running:
         async with client(running, timeout=0.3, max_retries=0) as api:
             with pytest.raises(openai.APITimeoutError):
-                await api.chat.completions.create(model="m", messages=[USER])
+                await api.chat.completions.create(model="scripted", messages=[USER])
         async with client(running, timeout=0.3, max_retries=2) as api:
             reply = await api.chat.completions.create(
-                model="m", messages=[{"role": "user", "content": "fresh"}]
+                model="scripted", messages=[{"role": "user", "content": "fresh"}]
             )
             assert reply.choices[0].message.content == "awake"
 
@@ -400,7 +443,7 @@ async def test_shutdown_is_prompt_with_hung_requests() -> None:
     await running.start()
     async with client(running, timeout=30) as api:
         pending = [
-            asyncio.ensure_future(api.chat.completions.create(model="m", messages=[USER]))
+            asyncio.ensure_future(api.chat.completions.create(model="scripted", messages=[USER]))
             for _ in range(5)
         ]
         await asyncio.sleep(0.3)
@@ -417,10 +460,10 @@ async def test_truncated_body_then_success_with_retries() -> None:
     async with ModelServer([turn]) as running:
         async with client(running, max_retries=0) as api:
             with pytest.raises(openai.APIConnectionError):
-                await api.chat.completions.create(model="m", messages=[USER])
+                await api.chat.completions.create(model="scripted", messages=[USER])
         async with client(running, max_retries=2) as api:
             reply = await api.chat.completions.create(
-                model="m", messages=[{"role": "user", "content": "again"}]
+                model="scripted", messages=[{"role": "user", "content": "again"}]
             )
     assert reply.choices[0].message.content == "whole"
 
@@ -428,7 +471,7 @@ async def test_truncated_body_then_success_with_retries() -> None:
 async def test_truncated_body_is_short_of_its_content_length() -> None:
     turn = Turn(content="whole", faults=[Fault(truncate=True)])
     async with ModelServer([turn]) as running, aiohttp.ClientSession() as http:
-        body = {"model": "m", "messages": [USER]}
+        body = {"model": "scripted", "messages": [USER]}
         async with http.post(running.base_url + "/chat/completions", json=body) as response:
             assert response.status == 200
             declared = response.content_length
@@ -442,8 +485,8 @@ async def test_disconnect_fault() -> None:
     turn = Turn(content="back", faults=[Fault(disconnect=True, times=1)])
     async with ModelServer([turn]) as running, client(running) as api:
         with pytest.raises(openai.APIConnectionError):
-            await api.chat.completions.create(model="m", messages=[USER])
-        reply = await api.chat.completions.create(model="m", messages=[USER])
+            await api.chat.completions.create(model="scripted", messages=[USER])
+        reply = await api.chat.completions.create(model="scripted", messages=[USER])
     assert reply.choices[0].message.content == "back"
 
 
@@ -451,11 +494,11 @@ async def test_max_requests_then_503_and_shutdown() -> None:
     async with ModelServer(Script(["a", "b", "c"]), max_requests=2) as running:
         async with client(running) as api:
             for _ in range(2):
-                await api.chat.completions.create(model="m", messages=[USER])
+                await api.chat.completions.create(model="scripted", messages=[USER])
         await asyncio.wait_for(running.wait_closed(), timeout=5)
         async with client(running) as api:
             with pytest.raises(openai.APIConnectionError):
-                await api.chat.completions.create(model="m", messages=[USER])
+                await api.chat.completions.create(model="scripted", messages=[USER])
 
 
 # /generate (Atropos' VLLMServer shape) -----------------------------------------------
@@ -667,9 +710,9 @@ async def test_sync_policy_runs_in_a_thread_and_sees_the_request() -> None:
         return Turn(content=f"saw {last['content']}")
 
     async with ModelServer(Policy(oracle)) as running, client(running) as api:
-        first = await api.chat.completions.create(model="m", messages=[USER], tools=TOOLS)
+        first = await api.chat.completions.create(model="scripted", messages=[USER], tools=TOOLS)
         second = await api.chat.completions.create(
-            model="m", messages=follow_up(first, ["a.txt"]), tools=TOOLS
+            model="scripted", messages=follow_up(first, ["a.txt"]), tools=TOOLS
         )
         assert second.choices[0].message.content == "saw a.txt"
         # /generate: the policy sees the conversation parsed back from the prompt.
@@ -688,11 +731,11 @@ async def test_async_policy_and_policy_errors() -> None:
         return f"{len(request.messages)} message(s), tools={request.tools is not None}"
 
     async with ModelServer(Policy(policy)) as running, client(running) as api:
-        reply = await api.chat.completions.create(model="m", messages=[USER], tools=TOOLS)
+        reply = await api.chat.completions.create(model="scripted", messages=[USER], tools=TOOLS)
         assert reply.choices[0].message.content == "1 message(s), tools=True"
         history = [USER, {"role": "assistant", "content": "x"}, USER]
         with pytest.raises(openai.InternalServerError, match="oracle crashed"):
-            await api.chat.completions.create(model="m", messages=history)
+            await api.chat.completions.create(model="scripted", messages=history)
 
 
 # Script files ------------------------------------------------------------------------
@@ -866,7 +909,7 @@ def test_cli_stops_after_max_requests(tmp_path: Path) -> None:
 def test_thread_server_for_sync_code() -> None:
     with ModelServerThread(Script(["threaded"])) as running:
         api = openai.OpenAI(base_url=running.base_url, api_key="test", max_retries=0)
-        reply = api.chat.completions.create(model="m", messages=[USER])
+        reply = api.chat.completions.create(model="scripted", messages=[USER])
         api.close()
     assert reply.choices[0].message.content == "threaded"
     assert not any(thread.name == "model-server" for thread in threading.enumerate())

@@ -6,9 +6,19 @@ Usage::
         [--tokenizer DIR] [--max-requests N] [--default-model NAME]
 
 Prints ``listening on http://127.0.0.1:PORT`` once it accepts connections, and runs
-until SIGINT/SIGTERM, ``--max-requests`` is reached, or (with ``--exit-on-stdin-eof``)
-its standard input closes. Exit status: 0 after a clean shutdown, 2 for bad arguments or
-a bad script file (the error names the file, the script, the turn and the field).
+until SIGINT (Ctrl-C) or SIGTERM, ``--max-requests`` is reached, or (with
+``--exit-on-stdin-eof``) its standard input closes. SIGTERM stops it exactly as Ctrl-C
+does: it stops listening, drops hung answers, lets the others finish, releases the port
+and exits with status 0.
+
+Every error is one line on stderr, ``hermes-model-server: ...``, naming what was wrong;
+never a traceback. Exit status: 0 after a clean shutdown (however it was asked for), 1
+when the server cannot start (the port is taken, the ``server`` extra is missing), 2 for
+a bad command line, script file, tokenizer or parser name (the error names the file, the
+script, the turn and the field).
+
+This module imports the HTTP server (``aiohttp``, ``tokenizers``) only once the command
+line is read, so ``--help`` and argument errors work without the ``server`` extra.
 """
 
 from __future__ import annotations
@@ -16,17 +26,25 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib.util
 import logging
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from types import FrameType
+from typing import NoReturn
 
-from hermes_loop.server.app import ModelServer
 from hermes_loop.server.responders import Responder, load_script_file
 from hermes_loop.server.turns import ScriptError
+from hermes_loop.tokenizer import TokenizerUnavailableError
 
-__all__ = ["build_arg_parser", "main"]
+__all__ = ["PROG", "build_arg_parser", "main"]
+
+PROG = "hermes-model-server"
+#: The modules the ``hermes-loop[server]`` extra brings.
+EXTRA_MODULES = ("aiohttp", "tokenizers")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 _SCHEMA = """\
 script files (JSON; YAML when PyYAML is installed):
@@ -38,13 +56,58 @@ turn: "text" or {"content", "reasoning", "tool_calls": [{"name", "arguments"}],
                  "finish_reason", "faults": [{"status", "retry_after", "delay", "hang",
                  "truncate", "disconnect", "times", "message"}]}
       a fault applies to the first "times" attempts at the turn (default: every attempt)
+a request for a model not served is a 404 (unless --default-model names one)
+SIGINT and SIGTERM shut the server down cleanly (exit status 0)
 """
 
 
+def _one_line(message: object) -> str:
+    return " ".join(str(message).split())
+
+
+def _fail(message: object) -> None:
+    print(f"{PROG}: {_one_line(message)}", file=sys.stderr, flush=True)
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    """``argparse`` with one-line errors: the problem and where to read more."""
+
+    def error(self, message: str) -> NoReturn:
+        _fail(f"error: {message} (see {PROG} --help)")
+        raise SystemExit(2)
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a port number, got {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"must be 0-65535 (0 picks a free port), got {port}")
+    return port
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _log_level(text: str) -> str:
+    level = text.upper()
+    if level not in LOG_LEVELS:
+        raise argparse.ArgumentTypeError(f"must be one of {', '.join(LOG_LEVELS)}, got {text!r}")
+    return level
+
+
 def build_arg_parser() -> argparse.ArgumentParser:
-    """The command line of ``hermes-model-server``."""
-    parser = argparse.ArgumentParser(
-        prog="hermes-model-server",
+    """The command line of ``hermes-model-server`` (its errors are one line each)."""
+    parser = _ArgumentParser(
+        prog=PROG,
         description="A scripted OpenAI-compatible model server (chat completions and "
         "/generate) for offline tests, demos and benchmarks.",
         epilog=_SCHEMA,
@@ -52,16 +115,29 @@ def build_arg_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("scripts", nargs="+", help="script files (JSON or YAML)")
     parser.add_argument("--host", default="127.0.0.1", help="a loopback address")
-    parser.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
+    parser.add_argument("--port", type=_port, default=0, help="0 picks a free port (default)")
     parser.add_argument("--parser", default="hermes", help="raw completion format (hermes)")
     parser.add_argument("--tokenizer", default=None, help="tokenizer.json or its directory")
-    parser.add_argument("--max-requests", type=int, default=None, help="stop after N requests")
+    parser.add_argument(
+        "--max-requests", type=_positive, default=None, help="stop after N requests"
+    )
     parser.add_argument("--default-model", default=None, help="model for unknown names")
     parser.add_argument(
         "--exit-on-stdin-eof", action="store_true", help="shut down when stdin closes"
     )
-    parser.add_argument("--log-level", default="WARNING", help="logging level (WARNING)")
+    parser.add_argument(
+        "--log-level",
+        type=_log_level,
+        default="WARNING",
+        metavar="LEVEL",
+        help=f"logging level: {', '.join(LOG_LEVELS)} (WARNING)",
+    )
     return parser
+
+
+def _missing_extra() -> list[str]:
+    """The modules of the ``server`` extra that are not installed."""
+    return [name for name in EXTRA_MODULES if importlib.util.find_spec(name) is None]
 
 
 def _load(paths: Sequence[str]) -> dict[str, Responder]:
@@ -103,7 +179,13 @@ def _watch_stdin(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> bool:
     return True
 
 
+class _CannotStart(Exception):
+    """The server could not start for a reason outside the command line (exit status 1)."""
+
+
 async def _serve(responders: dict[str, Responder], args: argparse.Namespace) -> int:
+    from hermes_loop.server.app import ModelServer  # the server extra, checked by main()
+
     server = ModelServer(
         responders,
         tokenizer=args.tokenizer,
@@ -113,14 +195,17 @@ async def _serve(responders: dict[str, Responder], args: argparse.Namespace) -> 
         max_requests=args.max_requests,
         default_model=args.default_model,
     )
-    await server.start()
+    try:
+        await server.start()
+    except OSError as exc:
+        raise _CannotStart(exc) from exc
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(signum, stop.set)
     if args.exit_on_stdin_eof and not _watch_stdin(loop, stop):
-        print("hermes-model-server: cannot watch stdin; ignoring --exit-on-stdin-eof", flush=True)
+        print(f"{PROG}: cannot watch stdin; ignoring --exit-on-stdin-eof", flush=True)
     print(f"listening on {server.url}", flush=True)
     print(f"models: {', '.join(server.models)} (OpenAI base URL {server.base_url})", flush=True)
     waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(server.wait_closed())]
@@ -133,19 +218,47 @@ async def _serve(responders: dict[str, Responder], args: argparse.Namespace) -> 
     return 0
 
 
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """Until the server's own handlers take over, SIGTERM interrupts as Ctrl-C does."""
+    try:
+        previous = signal.signal(signal.SIGTERM, _interrupt)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the server; return the exit status (see the module docstring)."""
     args = build_arg_parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
-    try:
-        responders = _load(args.scripts)
-    except (ScriptError, OSError) as exc:
-        print(f"hermes-model-server: {exc}", file=sys.stderr)
-        return 2
-    try:
-        return asyncio.run(_serve(responders, args))
-    except (ScriptError, ValueError, KeyError, OSError, ImportError) as exc:
-        print(f"hermes-model-server: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 0
+    missing = _missing_extra()
+    if missing:
+        _fail(
+            f"the model server needs the 'server' extra (missing: {', '.join(missing)}); "
+            "install it with: pip install 'hermes-loop[server]'"
+        )
+        return 1
+    logging.basicConfig(level=args.log_level, format="%(levelname)s %(name)s: %(message)s")
+    with _sigterm_as_interrupt():
+        try:
+            responders = _load(args.scripts)
+            return asyncio.run(_serve(responders, args))
+        except KeyboardInterrupt:
+            return 0
+        except _CannotStart as exc:
+            _fail(exc)
+            return 1
+        except TokenizerUnavailableError as exc:
+            _fail(exc)
+            return 1
+        except (ScriptError, ValueError, KeyError, OSError) as exc:
+            _fail(exc)
+            return 2

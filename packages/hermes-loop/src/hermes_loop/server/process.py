@@ -1,7 +1,8 @@
 """Run the scripted model server outside the caller's event loop.
 
 - ``ModelServerProcess``: ``python -m hermes_loop.server`` in a child process (for
-  benchmarks, so the server does not share the client's CPU time or event loop).
+  benchmarks, so the server does not share the client's CPU time or event loop). The
+  calling process needs no ``aiohttp`` for it.
 - ``ModelServerThread``: a ``ModelServer`` on its own event loop in a background thread
   (for synchronous code).
 """
@@ -20,16 +21,20 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
-from hermes_loop.server.app import ModelServer, ResponderSpec
+from hermes_loop.errors import HermesLoopError
+
+if TYPE_CHECKING:
+    from hermes_loop.server.app import ModelServer
+    from hermes_loop.server.routing import ResponderSpec
 
 __all__ = ["ModelServerProcess", "ModelServerThread", "ServerStartError"]
 
 _LISTENING = re.compile(r"listening on (http://\S+)")
 
 
-class ServerStartError(RuntimeError):
+class ServerStartError(HermesLoopError, RuntimeError):
     """The server did not start (bad script, port in use, timeout); the message says why."""
 
 
@@ -258,6 +263,8 @@ class ModelServerThread:
 
     async def _main(self) -> None:
         try:
+            from hermes_loop.server.app import ModelServer
+
             server = ModelServer(self._responder, **self._options)
             await server.start()
         except BaseException as exc:

@@ -51,6 +51,8 @@ from pathlib import Path
 from typing import Any
 
 from hermes_loop.chat_template import parse_prompt
+from hermes_loop.errors import HermesLoopError
+from hermes_loop.server.json_limits import load_json, text_problem
 from hermes_loop.server.turns import Call, ScriptError, Turn
 from hermes_parsers import ToolCallParser
 
@@ -67,7 +69,7 @@ __all__ = [
 ]
 
 
-class ScriptExhaustedError(LookupError):
+class ScriptExhaustedError(HermesLoopError, LookupError):
     """A request asks for a turn past the end of a script or replay.
 
     The server answers it with HTTP 400 (``type: "script_exhausted"``, not retried).
@@ -323,18 +325,28 @@ def responders_from_data(data: Any, *, default_name: str) -> dict[str, Script]:
             raise ScriptError("'scripts' must be a non-empty object of name -> script")
         found: dict[str, Script] = {}
         for name, value in scripts.items():
+            _check_name(str(name))
             try:
                 found[str(name)] = _one_script(value, str(name))
             except ScriptError as exc:
                 raise exc.at(f"script {name!r}") from None
         return found
-    return {_name_of(data, default_name): _one_script(data, _name_of(data, default_name))}
+    name = _name_of(data, default_name)
+    return {name: _one_script(data, name)}
+
+
+def _check_name(name: str) -> None:
+    problem = text_problem(name)
+    if problem is not None:
+        raise ScriptError(f"the model name {problem}")
 
 
 def _name_of(data: Any, default: str) -> str:
+    name = default
     if isinstance(data, Mapping) and isinstance(data.get("model"), str) and data["model"]:
-        return str(data["model"])
-    return default
+        name = str(data["model"])
+    _check_name(name)
+    return name
 
 
 def _one_script(data: Any, name: str) -> Script:
@@ -376,7 +388,10 @@ def load_script_file(path: str | Path) -> dict[str, Script]:
             and names the script, the turn and the field.
     """
     file = Path(path)
-    text = file.read_text(encoding="utf-8")
+    try:
+        text = file.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ScriptError(f"not UTF-8 text ({exc})", where=str(file)) from None
     if file.suffix.lower() in (".yaml", ".yml"):
         try:
             yaml: Any = importlib.import_module("yaml")
@@ -390,9 +405,13 @@ def load_script_file(path: str | Path) -> dict[str, Script]:
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             raise ScriptError(f"not valid YAML: {exc}", where=str(file)) from None
+        except RecursionError:
+            raise ScriptError(
+                "nested too deeply to read as YAML; write deep values as JSON", where=str(file)
+            ) from None
     else:
         try:
-            data = json.loads(text)
+            data = load_json(text)
         except json.JSONDecodeError as exc:
             raise ScriptError(f"not valid JSON: {exc}", where=str(file)) from None
     try:

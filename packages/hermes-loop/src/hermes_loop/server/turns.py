@@ -19,13 +19,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hermes_loop.errors import HermesLoopError
+from hermes_loop.server.json_limits import TooDeep, json_problem, text_problem
+
 __all__ = ["FINISH_REASONS", "Call", "Fault", "ScriptError", "Turn"]
 
 #: The ``finish_reason`` values a turn may force.
 FINISH_REASONS = ("stop", "length", "tool_calls", "content_filter")
 
 
-class ScriptError(ValueError):
+class ScriptError(HermesLoopError, ValueError):
     """A script, turn, call or fault that does not follow the schema.
 
     The message names where: the file, the script, the turn and the field, e.g.
@@ -56,7 +59,34 @@ def _bad(name: str, problem: str) -> ScriptError:
 
 
 def _type_name(value: Any) -> str:
+    if isinstance(value, TooDeep):
+        return repr(value)
     return "null" if value is None else type(value).__name__
+
+
+def _check_text(name: str, value: str | None) -> None:
+    if value is not None:
+        problem = text_problem(value)
+        if problem is not None:
+            raise _bad(name, problem)
+
+
+def _check_arguments(arguments: Mapping[str, Any] | str) -> None:
+    """Raise a ``ScriptError`` naming the part of ``arguments`` JSON cannot carry."""
+    value: Any = arguments
+    if isinstance(arguments, str):
+        _check_text("arguments", arguments)
+        try:
+            value = json.loads(arguments) if arguments.strip() else None
+        except RecursionError:
+            raise _bad("arguments", "the JSON text is nested too deeply to decode") from None
+        except ValueError:
+            return  # not JSON: sent verbatim, as a model writing broken arguments would
+    found = json_problem(value)
+    if found is not None:
+        # A path into a too-deep value is as long as the value is deep: name the arguments.
+        inside = not isinstance(arguments, str) and not found.too_deep
+        raise _bad("arguments" + found.path if inside else "arguments", found.problem)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +101,11 @@ class Call:
         id: the call id to send; by default the server makes a ``call_...`` id.
 
     Raises:
-        ScriptError: if ``name`` is not a non-empty string or ``arguments`` is neither a
-            mapping nor a string.
+        ScriptError: if ``name`` is not a non-empty string, ``arguments`` is neither a
+            mapping nor a string, or any of them holds what JSON and a tokenizer cannot
+            carry: nesting past ``json_limits.MAX_DEPTH`` levels, a lone surrogate
+            (``"\\ud800"``), a non-JSON value (a set, ``NaN``) or a non-string key. The
+            error names the field inside the arguments (``arguments.k[1]``).
     """
 
     name: str
@@ -89,6 +122,9 @@ class Call:
             )
         if self.id is not None and (not isinstance(self.id, str) or not self.id):
             raise _bad("id", f"must be a non-empty string, got {self.id!r}")
+        _check_text("name", self.name)
+        _check_text("id", self.id)
+        _check_arguments(self.arguments)
 
     @property
     def arguments_json(self) -> str:
@@ -103,7 +139,7 @@ class Call:
             return dict(self.arguments)
         try:
             value = json.loads(self.arguments) if self.arguments.strip() else {}
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
         return value if isinstance(value, dict) else None
 
@@ -197,6 +233,7 @@ class Fault:
             raise _bad("times", f"must be an integer >= 1 or null (always), got {self.times!r}")
         if self.message is not None and not isinstance(self.message, str):
             raise _bad("message", f"must be a string, got {_type_name(self.message)}")
+        _check_text("message", self.message)
 
     def _has(self, kind: str) -> bool:
         return self.status is not None if kind == "status" else bool(getattr(self, kind))
@@ -251,7 +288,7 @@ class Turn:
             are converted with ``Fault.from_dict``).
 
     Raises:
-        ScriptError: naming the bad field.
+        ScriptError: naming the bad field (text holding a lone surrogate included).
     """
 
     content: str | None = None
@@ -265,6 +302,8 @@ class Turn:
             raise _bad("content", f"must be a string or null, got {_type_name(self.content)}")
         if self.reasoning is not None and not isinstance(self.reasoning, str):
             raise _bad("reasoning", f"must be a string or null, got {_type_name(self.reasoning)}")
+        _check_text("content", self.content)
+        _check_text("reasoning", self.reasoning)
         if self.finish_reason is not None and self.finish_reason not in FINISH_REASONS:
             raise _bad(
                 "finish_reason", f"must be one of {FINISH_REASONS}, got {self.finish_reason!r}"

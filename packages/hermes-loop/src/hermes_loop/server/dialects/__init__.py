@@ -1,0 +1,11 @@
+"""The wire dialects the model server speaks, one module each.
+
+- ``openai_chat``: OpenAI's ``POST /v1/chat/completions`` (JSON or SSE stream).
+- ``vllm_generate``: ``POST /generate`` as Atropos' managed vLLM server speaks it.
+- ``sglang_generate``: ``POST /generate`` in SGLang's shape.
+
+Each reads a request body into the server's own request object (a ``ParsedRequest``
+subclass, which becomes the ``ModelRequest`` a responder sees) and writes a prepared
+``Completion`` as that dialect's payload (a bad body is a ``wire.Rejected``, answered
+as an OpenAI-shaped 400). They neither read nor write HTTP: the server's routes do.
+"""
