@@ -23,7 +23,7 @@ async def main():
     script = Script([Turn(tool_calls=[Call("hang", {})]), Turn("I gave up.")])
     tools = [Tool("hang", "Hang.", {"type": "object"}, hang)]
     async with ModelServer(script) as server:
-        endpoint = OpenAIChatServer(base_url=server.base_url, model="m", max_retries=0)
+        endpoint = OpenAIChatServer(base_url=server.base_url, model="scripted", max_retries=0)
         async with AgentLoop(endpoint, tools, tool_timeout=1.0) as loop:
             result = await loop.run([{"role": "user", "content": "go"}])
         await endpoint.aclose()
