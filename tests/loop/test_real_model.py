@@ -139,6 +139,24 @@ def test_phase_two_prompt_ids_equal_llama_cpp_own(
         assert ids[1] != tokenizer.bos_token_id
 
 
+def test_a_template_that_writes_bos_gets_it_once(gemma: HFTokenizer) -> None:
+    # Gemma's own (instruction-tuned) template starts with {{ bos_token }}. llama.cpp
+    # drops it from the rendered text and its tokenizer adds BOS back; Phase 2 keeps it
+    # in the text and adds none: the same ids.
+    template = "{{ bos_token }}" + CHATML_JINJA_TEMPLATE
+    tokenizer = HFTokenizer(
+        gemma.backend, eos_token=gemma.eos_token, bos_token=gemma.bos_token, chat_template=template
+    )
+    endpoint = GenerateChatServer(base_url="http://127.0.0.1:9", tokenizer=tokenizer)
+    with LlamaCppServer(model_file(), chat_template=template, n_ctx=1024) as llama:
+        for messages, tools in CONVERSATIONS:
+            text = endpoint.render(messages, tools=tools, add_generation_prompt=True)
+            assert text == "<bos>" + llama.render(messages, tools)
+            ids = endpoint.prompt_ids(text)
+            assert ids == llama.prompt_ids(messages, tools)
+            assert ids.count(tokenizer.bos_token_id) == 1
+
+
 async def test_phase_one_and_two_answer_the_same_tool_call(
     llama: LlamaCppServer, gemma: HFTokenizer, bridge: GenerateBridge
 ) -> None:
