@@ -190,7 +190,7 @@ async def test_phase_one_and_two_answer_the_same_tool_call(
 
 
 async def test_agent_loop_runs_the_models_tool_call_with_a_real_tool(
-    gemma: HFTokenizer, bridge: GenerateBridge, tmp_path: Path
+    llama: LlamaCppServer, gemma: HFTokenizer, bridge: GenerateBridge, tmp_path: Path
 ) -> None:
     (tmp_path / "poem.txt").write_text("roses are red violets are blue\n", encoding="utf-8")
     seen: list[str] = []
@@ -220,6 +220,11 @@ async def test_agent_loop_runs_the_models_tool_call_with_a_real_tool(
     # The second prompt extends the first prompt and the tokens the model generated.
     grown = first["prompt_token_ids"] + first["completion_token_ids"]
     assert second["prompt_token_ids"][: len(grown)] == grown
+    # ... and is, id for id, what llama.cpp builds for the same conversation.
+    history = result.messages[: len(QUESTION) + 2]
+    text = await asyncio.to_thread(llama.render, history, [WORD_COUNT])
+    assert gemma.decode(second["prompt_token_ids"]) == "<bos>" + text
+    assert second["prompt_token_ids"] == await asyncio.to_thread(llama.tokenize, text)
     assert result.finished_naturally
     assert result.turns_used == 2
     assert result.final_response == "poem.txt has 6 words."
