@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -15,6 +17,12 @@ from hermes_loop.chat_template import (
     IM_END,
     parse_prompt,
     render_prompt,
+)
+from hermes_loop.errors import HermesLoopError
+from hermes_loop.jinja_template import (
+    ChatTemplateError,
+    ChatTemplateUnavailableError,
+    JinjaChatTemplate,
 )
 from hermes_loop.server import Call, Turn, render_turn
 from hermes_parsers import get_parser
@@ -251,23 +259,7 @@ def test_prefix_property_on_a_concrete_tool_round() -> None:
 
 
 def _jinja_render(messages: list[dict[str, Any]], tools: Any, add_generation_prompt: bool) -> str:
-    jinja2 = pytest.importorskip("jinja2")
-    sandbox = pytest.importorskip("jinja2.sandbox")
-    ext = pytest.importorskip("jinja2.ext")
-
-    def raise_exception(message: str) -> None:
-        raise jinja2.exceptions.TemplateError(message)
-
-    # Configured as transformers' apply_chat_template configures it.
-    env = sandbox.ImmutableSandboxedEnvironment(
-        trim_blocks=True, lstrip_blocks=True, extensions=[ext.loopcontrols]
-    )
-    env.filters["tojson"] = lambda value, **_: json.dumps(value, ensure_ascii=False)
-    env.globals["raise_exception"] = raise_exception
-    template = env.from_string(CHATML_JINJA_TEMPLATE)
-    return str(
-        template.render(messages=messages, tools=tools, add_generation_prompt=add_generation_prompt)
-    )
+    return JinjaChatTemplate(CHATML_JINJA_TEMPLATE)(messages, tools, add_generation_prompt)
 
 
 def test_jinja_template_matches_render_prompt() -> None:
@@ -293,3 +285,56 @@ def test_jinja_template_matches_with_dict_arguments_and_reasoning_field() -> Non
         BROKEN_CALL,
     ]
     assert _jinja_render(messages, None, True) == render_prompt(messages)
+
+
+# A model's own Jinja template ------------------------------------------------------------
+
+GEMMA_LIKE = (
+    "{{ bos_token }}{% for m in messages %}<start_of_turn>{{ m.role }}\n{{ m.content }}"
+    "<end_of_turn>\n{% endfor %}{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
+)
+
+
+def test_own_template_gets_bos_and_eos_and_extra_variables() -> None:
+    template = JinjaChatTemplate(
+        GEMMA_LIKE + "{{ eos_token }}{% if flag %}!{% endif %}",
+        bos_token="<bos>",
+        eos_token="<eos>",
+    )
+    text = template([{"role": "user", "content": "hé"}], flag=True)
+    assert text == "<bos><start_of_turn>user\nhé<end_of_turn>\n<start_of_turn>model\n<eos>!"
+
+
+def test_end_of_turn_is_what_follows_an_assistant_message() -> None:
+    assert JinjaChatTemplate(CHATML_JINJA_TEMPLATE).end_of_turn() == IM_END
+    assert JinjaChatTemplate(GEMMA_LIKE).end_of_turn() == "<end_of_turn>"
+    nothing = "{% for m in messages %}{{ m.content }}{% endfor %}"
+    assert JinjaChatTemplate(nothing).end_of_turn() is None
+    refuses = "{{ raise_exception('no assistant turns here') }}"
+    assert JinjaChatTemplate(refuses).end_of_turn() is None
+
+
+def test_template_errors_name_the_cause() -> None:
+    assert issubclass(ChatTemplateError, HermesLoopError)
+    assert issubclass(ChatTemplateError, ValueError)
+    with pytest.raises(ChatTemplateError, match="does not compile"):
+        JinjaChatTemplate("{% for %}")
+    refuses = JinjaChatTemplate("{{ raise_exception('roles must alternate') }}")
+    with pytest.raises(ChatTemplateError, match="refused the conversation: roles must alternate"):
+        refuses([{"role": "user", "content": "x"}])
+    with pytest.raises(ChatTemplateError, match="unknown role robot"):
+        JinjaChatTemplate(CHATML_JINJA_TEMPLATE)([{"role": "robot", "content": "x"}])
+
+
+def test_missing_jinja2_names_the_extra() -> None:
+    assert issubclass(ChatTemplateUnavailableError, HermesLoopError)
+    assert issubclass(ChatTemplateUnavailableError, ImportError)
+    code = (
+        "import sys\n"
+        "sys.modules['jinja2'] = None\n"
+        "from hermes_loop.jinja_template import JinjaChatTemplate, ChatTemplateUnavailableError\n"
+        "try:\n    JinjaChatTemplate('x')\n"
+        "except ChatTemplateUnavailableError as exc:\n    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "hermes-loop[server]" in out.stdout

@@ -8,6 +8,14 @@ with a chat template, tokenizes it, and parses tool calls out of the raw text wi
 ``masked_tokens`` (``-100`` where no loss applies, the token id where it does) and
 ``logprobs`` (``1.0`` on masked positions).
 
+The prompt ids are the ones the model's own chat template and tokenizer give: the
+tokenizer's own Jinja chat template when it ships one (``tokenizer.chat_template``), else
+the built-in ChatML/Hermes template (``hermes_loop.chat_template``); a prompt starts with
+the BOS token when the tokenizer says prompts do (``tokenizer.add_bos_token``) and the
+template did not write it. The template's end-of-turn text (``<|im_end|>`` for ChatML) is
+sent as a stop string, so generation ends there even on a model for which that text is
+several tokens, and the completion is read up to it.
+
 A conversation stays one sequence while each new prompt extends the previous prompt
 plus completion as text: the new suffix is tokenized alone and appended, so the tokens
 the model generated are kept exactly (never re-tokenized) and the stop token is never
@@ -22,6 +30,7 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import openai
@@ -43,6 +52,31 @@ Renderer = Callable[..., str]
 """``render(messages, tools=..., add_generation_prompt=True) -> prompt text``."""
 
 
+def _default_render(tokenizer: Tokenizer, parser: ToolCallParser) -> tuple[Renderer, str | None]:
+    """The tokenizer's own chat template if it has one, else ChatML/Hermes; and the
+    template's end-of-turn text (``None`` when it cannot be told)."""
+    if tokenizer.chat_template:
+        from hermes_loop.jinja_template import JinjaChatTemplate
+
+        template = JinjaChatTemplate(
+            tokenizer.chat_template, bos_token=tokenizer.bos_token, eos_token=tokenizer.eos_token
+        )
+        return template, template.end_of_turn()
+    from hermes_loop.chat_template import IM_END, render_prompt
+
+    return partial(render_prompt, parser=parser), IM_END
+
+
+def _cut_at_stop(text: str, stops: Sequence[str]) -> str:
+    """``text`` up to the first stop string in it (all of it when none occurs)."""
+    end = len(text)
+    for stop in stops:
+        found = text.find(stop) if stop else -1
+        if found != -1:
+            end = min(end, found)
+    return text[:end]
+
+
 class GenerateChatServer(HTTPEndpoint):
     """A raw-generation endpoint driven as a chat server.
 
@@ -51,10 +85,22 @@ class GenerateChatServer(HTTPEndpoint):
             appended; a trailing ``/v1`` is dropped).
         tokenizer: the model's tokenizer (``hermes_loop.tokenizer.load_tokenizer``).
         parser: a ``hermes_parsers`` parser or its name (the config's ``tool_call_parser``).
-        render: the chat template; ``hermes_loop.chat_template.render_prompt``
-            (ChatML/Hermes) by default.
-        stop_text: the end-of-turn marker that may end a completion.
+        render: the chat template; by default the tokenizer's own
+            (``tokenizer.chat_template``, rendered by
+            ``hermes_loop.jinja_template.JinjaChatTemplate``), else
+            ``hermes_loop.chat_template.render_prompt`` (ChatML/Hermes, tool calls
+            written in ``parser``'s format).
+        stop_text: the template's end-of-turn text; by default the text the template
+            writes after an assistant message (``<|im_end|>`` for ChatML), else the
+            tokenizer's EOS token. It and the EOS token are sent as stop strings, and a
+            completion is read up to the first of them.
         model, api_key_env, timeout, max_retries, extra_body: as ``OpenAIChatServer``.
+
+    Raises:
+        ChatTemplateUnavailableError: the tokenizer ships a chat template but ``jinja2``
+            is missing (``hermes_loop.jinja_template``; install ``hermes-loop[server]``).
+        ChatTemplateError: the tokenizer's chat template does not compile.
+        KeyError: ``parser`` names no registered format.
     """
 
     def __init__(
@@ -64,7 +110,7 @@ class GenerateChatServer(HTTPEndpoint):
         tokenizer: Tokenizer,
         parser: str | ToolCallParser = "hermes",
         render: Renderer | None = None,
-        stop_text: str = "<|im_end|>",
+        stop_text: str | None = None,
         model: str | None = None,
         api_key_env: str = "OPENAI_API_KEY",
         timeout: float = 600.0,
@@ -79,12 +125,26 @@ class GenerateChatServer(HTTPEndpoint):
         super().__init__(client, model, dict(extra_body or {}))
         self.tokenizer = tokenizer
         self.parser = get_parser(parser) if isinstance(parser, str) else parser
+        end_of_turn: str | None = None
         if render is None:
-            from hermes_loop.chat_template import render_prompt
-
-            render = render_prompt
+            render, end_of_turn = _default_render(tokenizer, self.parser)
         self.render = render
-        self.stop_text = stop_text
+        self.stop_text: str = stop_text or end_of_turn or tokenizer.eos_token
+        self.stop: tuple[str, ...] = tuple(dict.fromkeys((self.stop_text, tokenizer.eos_token)))
+        self._bos: list[int] = (
+            [tokenizer.bos_token_id]
+            if tokenizer.add_bos_token and tokenizer.bos_token_id is not None
+            else []
+        )
+
+    def prompt_ids(self, prompt_text: str) -> list[int]:
+        """The token ids of a whole prompt: BOS first when the tokenizer's prompts start
+        with it and ``prompt_text`` does not already, then the text's own tokens."""
+        bos = self._bos
+        token = self.tokenizer.bos_token
+        if bos and token and prompt_text.startswith(token):
+            bos = []
+        return bos + self.tokenizer.encode(prompt_text)
 
     def session(self, task_id: str) -> ChatSession:
         """A fresh token record for one rollout."""
@@ -99,6 +159,7 @@ class GenerateChatServer(HTTPEndpoint):
             EndpointError: on HTTP failure after retries, or a response of the wrong shape.
         """
         body: dict[str, Any] = {"prompt": {"prompt_token_ids": prompt_ids}, "logprobs": 0, "n": 1}
+        body["stop"] = list(self.stop)
         if params.max_tokens is not None:
             body["max_tokens"] = params.max_tokens
         if params.temperature is not None:
@@ -241,7 +302,7 @@ class _GenerateSession:
             suffix = tokenizer.encode(prompt_text[len(node.full_text) :])
             prompt_ids = node.tokens + suffix
         else:
-            suffix = tokenizer.encode(prompt_text)
+            suffix = server.prompt_ids(prompt_text)
             prompt_ids = list(suffix)
             node = _Node("", [], [], [])
             self._nodes.append(node)
@@ -262,9 +323,7 @@ class _GenerateSession:
                 "node": len(self._nodes) - 1,
             }
         )
-        raw = (
-            completion_text.removesuffix(server.stop_text) if server.stop_text else completion_text
-        )
+        raw = _cut_at_stop(completion_text, server.stop)
         parsed = server.parser.parse(raw)
         message = parsed.to_message()
         message.pop("reasoning_content", None)
