@@ -107,8 +107,9 @@ def browser_threads() -> int:
 
 async def test_missing_chromium_is_a_clear_error() -> None:
     browser = ChromiumBrowser(executable_path="/nonexistent/chromium", allow_private=True)
-    with pytest.raises(BrowserUnavailableError, match=r"apt-get install chromium"):
+    with pytest.raises(BrowserUnavailableError, match=r"apt-get install chromium") as caught:
         await browser.navigate("t", "http://127.0.0.1:9/")
+    assert caught.value.kind == "not_installed"
     await browser.close()
     assert "Chromium is not at /nonexistent/chromium" in str(
         browser_unavailable("/nonexistent/chromium")
@@ -123,8 +124,9 @@ async def test_host_addresses_are_refused_before_launching() -> None:
         await browser.navigate("t", "file:///etc/passwd")
     assert browser.task_ids == []
     await browser.close()
-    with pytest.raises(BrowserUnavailableError, match="was closed"):
+    with pytest.raises(BrowserUnavailableError, match="was closed") as caught:
         await browser.navigate("t", "http://example.com/")
+    assert caught.value.kind == "closed"
 
 
 # --- with Chromium --------------------------------------------------------------------------
@@ -171,10 +173,12 @@ async def test_one_page_per_task_and_no_shared_cookies(
 
 @needs_chromium
 async def test_page_errors(browser: ChromiumBrowser, server: str) -> None:
-    with pytest.raises(BrowserPageError, match="call browser_navigate first"):
+    with pytest.raises(BrowserPageError, match="call browser_navigate first") as no_page:
         await browser.snapshot("never-opened")
-    with pytest.raises(BrowserPageError, match=r"could not open http://127\.0\.0\.1:9/"):
+    assert no_page.value.kind == "no_page"
+    with pytest.raises(BrowserPageError, match=r"could not open http://127\.0\.0\.1:9/") as bad:
         await browser.navigate("err", "http://127.0.0.1:9/")
+    assert bad.value.kind == "navigation"
     await browser.close_task("err")
 
 

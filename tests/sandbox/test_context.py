@@ -12,7 +12,13 @@ from typing import Any
 
 import pytest
 
-from hermes_sandbox import ExecResult, SandboxClosedError, SandboxError, SandboxPool
+from hermes_sandbox import (
+    BrowserUnavailableError,
+    ExecResult,
+    SandboxClosedError,
+    SandboxPool,
+    ToolContextError,
+)
 from hermes_sandbox.backends.local import LocalSandbox
 from hermes_sandbox.context import ToolContext
 from hermes_sandbox.options import SandboxOptions
@@ -224,8 +230,10 @@ async def test_web_search_without_provider_is_a_clear_error(pool: SandboxPool) -
             }
         ]
     }
-    with pytest.raises(RuntimeError, match="no browser"):
+    with pytest.raises(BrowserUnavailableError, match="no browser") as caught:
         await ctx.abrowser_snapshot()
+    assert caught.value.kind == "not_configured"
+    assert isinstance(caught.value, RuntimeError)  # what callers caught before
     await ctx.acleanup()
 
 
@@ -320,9 +328,40 @@ async def test_loop_bound_sandbox_blocking_call_on_its_loop_says_what_to_do(
     await bound_pool.get("bound")
     ctx = ToolContext("bound", bound_pool)
     assert (await ctx.aterminal("echo twin")) == {"output": "twin\n", "exit_code": 0}
-    with pytest.raises(SandboxError, match=r"use the awaitable twins \(await ctx\.aterminal"):
+    with pytest.raises(
+        ToolContextError, match=r"use the awaitable twins \(await ctx\.aterminal"
+    ) as caught:
         ctx.terminal("echo blocked")
+    assert caught.value.kind == "loop_blocked"
     await ctx.acleanup()
+
+
+class OwnLoopCheckSandbox(LocalSandbox):
+    """Like an SDK that checks its loop itself and words the refusal its own way."""
+
+    async def _start(self) -> None:
+        self.home = asyncio.get_running_loop()
+        await super()._start()
+
+    async def _run(self, script: str, **options: Any) -> ExecResult:
+        if asyncio.get_running_loop() is not self.home:
+            raise RuntimeError("this client may only be used from the thread that opened it")
+        return await super()._run(script, **options)
+
+
+async def test_a_loop_refusal_is_recognised_by_situation_not_by_wording() -> None:
+    def make(task_id: str) -> OwnLoopCheckSandbox:
+        return OwnLoopCheckSandbox(SandboxOptions(), task_id=task_id)
+
+    async with SandboxPool(factory=make) as pool:
+        await pool.get("own")
+        ctx = ToolContext("own", pool)
+        with pytest.raises(ToolContextError, match="use the awaitable twins") as caught:
+            ctx.terminal("echo blocked")
+        assert caught.value.kind == "loop_blocked"
+        assert "may only be used from the thread that opened it" in str(caught.value)
+        assert (await ctx.aterminal("echo twin"))["output"] == "twin\n"
+        await ctx.acleanup()
 
 
 async def test_a_blocked_home_loop_does_not_deadlock(pool: SandboxPool) -> None:
@@ -373,8 +412,9 @@ async def test_cleanup_is_final_and_idempotent(pool: SandboxPool) -> None:
     assert sandbox.closed
     with pytest.raises(RuntimeError, match="was cleaned up"):
         ctx.terminal("echo again")
-    with pytest.raises(RuntimeError, match="was cleaned up"):
+    with pytest.raises(ToolContextError, match="was cleaned up") as caught:
         await ctx.aread_file("x")
+    assert caught.value.kind == "cleaned_up"
     async with ToolContext("u", pool) as other:
         await other.aterminal("true")
     assert "u" not in pool

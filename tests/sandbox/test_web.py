@@ -227,8 +227,9 @@ async def test_web_tools_without_provider(server: str) -> None:
     assert answer == {
         "results": [{"url": f"{server}/plain.txt", "title": "", "content": "just text\nline two\n"}]
     }
-    with pytest.raises(WebProviderError, match="web_search needs a search provider"):
+    with pytest.raises(WebProviderError, match="web_search needs a search provider") as caught:
         await tools["web_search"].handler({"query": "x"}, Invocation("t"))
+    assert caught.value.kind == "no_search"
     defaults = {t.name: t for t in web_tools()}
     refused = await defaults["web_extract"].handler({"urls": [f"{server}/x"]}, Invocation("t"))
     assert "refusing to open" in refused["results"][0]["error"]
@@ -249,8 +250,9 @@ def test_provider_from_env() -> None:
 
 
 def test_missing_keys_name_the_variable() -> None:
-    with pytest.raises(WebProviderError, match="set the TAVILY_API_KEY environment variable"):
+    with pytest.raises(WebProviderError, match="set the TAVILY_API_KEY environment variable") as no:
         TavilyProvider(env={})
+    assert no.value.kind == "no_api_key"
     with pytest.raises(WebProviderError, match="set the FIRECRAWL_API_KEY environment variable"):
         FirecrawlProvider(env={})
     TavilyProvider(api_key="given", env={})  # an explicit key needs no variable
@@ -320,8 +322,11 @@ async def test_tavily_search_and_extract() -> None:
 
 async def test_tavily_failure_is_a_provider_error() -> None:
     provider = TavilyProvider(client=FakeAsyncTavilyClient(fail=RuntimeError("401 bad key")))
-    with pytest.raises(WebProviderError, match="Tavily search failed: RuntimeError: 401 bad key"):
+    with pytest.raises(
+        WebProviderError, match="Tavily search failed: RuntimeError: 401 bad key"
+    ) as e:
         await provider.search("x")
+    assert e.value.kind == "request_failed"
 
 
 async def test_tavily_makes_and_closes_a_real_sdk_client_per_call() -> None:
