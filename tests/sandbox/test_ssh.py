@@ -316,7 +316,9 @@ async def test_wrong_client_key_and_closed_port_are_clear_errors(
 
 
 def test_bad_options_are_rejected(sshd: provider.SshServer) -> None:
-    with pytest.raises(ValueError, match="unknown option"):
+    with pytest.raises(
+        ValueError, match=r"ssh backend: unknown option\(s\) 'hostname'; known ssh options: "
+    ):
         create_sandbox("ssh", **sshd.options(hostname="x"))
     with pytest.raises(ValueError, match="needs host"):
         create_sandbox("ssh")

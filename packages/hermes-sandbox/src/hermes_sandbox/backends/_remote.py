@@ -27,15 +27,16 @@ import logging
 import posixpath
 import uuid
 from abc import abstractmethod
-from collections.abc import Iterable, Mapping
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from hermes_sandbox.backends.extra_options import check_extra
 from hermes_sandbox.base import Sandbox
 from hermes_sandbox.errors import SandboxError, SandboxStartError
 from hermes_sandbox.options import SandboxOptions
 from hermes_sandbox.output import OutputCollector
 from hermes_sandbox.result import ExecResult
 
+# ``check_extra`` lives in ``backends/extra_options.py``; it stays importable from here.
 __all__ = ["RemoteShellSandbox", "check_extra"]
 
 logger = logging.getLogger(__name__)
@@ -172,21 +173,6 @@ done
 [ -z "$m" ] || { printf 'missing commands:%s\n' "$m"; exit 4; }
 printf 'TMPDIR=%s\n' "${TMPDIR:-/tmp}"
 """
-
-
-def check_extra(backend: str, extra: Mapping[str, Any], known: Iterable[str]) -> None:
-    """Reject backend options this backend does not know.
-
-    Raises:
-        ValueError: naming the unknown keys and the known ones.
-    """
-    allowed = set(known)
-    unknown = sorted(set(extra) - allowed)
-    if unknown:
-        raise ValueError(
-            f"{backend} backend: unknown option(s) {', '.join(unknown)}; "
-            f"known {backend} options: {', '.join(sorted(allowed))}"
-        )
 
 
 class RemoteShellSandbox(Sandbox):

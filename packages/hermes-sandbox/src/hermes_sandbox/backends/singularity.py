@@ -47,6 +47,7 @@ from hermes_sandbox.backends._jobs import (
     kill_all_script,
     kill_command_script,
 )
+from hermes_sandbox.backends.extra_options import check_extra
 from hermes_sandbox.base import Sandbox
 from hermes_sandbox.errors import (
     BackendUnavailableError,
@@ -142,12 +143,7 @@ class SingularitySandbox(Sandbox):
     def __init__(self, options: SandboxOptions, *, task_id: str | None = None) -> None:
         super().__init__(options, task_id=task_id)
         extra = dict(options.extra)
-        unknown = sorted(set(extra) - OPTION_KEYS)
-        if unknown:
-            raise ValueError(
-                f"singularity backend: unknown option(s) {', '.join(map(repr, unknown))}; "
-                f"known: {', '.join(sorted(OPTION_KEYS))}"
-            )
+        check_extra("singularity", extra, OPTION_KEYS)
         wanted = extra.get("binary")
         if wanted is not None and not isinstance(wanted, (str, os.PathLike)):
             raise ValueError(f"singularity backend: binary must be a path, got {wanted!r}")

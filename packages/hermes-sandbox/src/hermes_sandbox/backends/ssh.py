@@ -54,6 +54,7 @@ from hermes_sandbox.backends._jobs import (
     kill_all_script,
     kill_command_script,
 )
+from hermes_sandbox.backends.extra_options import check_extra
 from hermes_sandbox.base import Sandbox
 from hermes_sandbox.errors import (
     BackendUnavailableError,
@@ -154,12 +155,7 @@ class SSHSandbox(Sandbox):
             )
         super().__init__(options, task_id=task_id)
         extra = dict(options.extra)
-        unknown = sorted(set(extra) - OPTION_KEYS)
-        if unknown:
-            raise ValueError(
-                f"ssh backend: unknown option(s) {', '.join(map(repr, unknown))}; "
-                f"known: {', '.join(sorted(OPTION_KEYS))}"
-            )
+        check_extra("ssh", extra, OPTION_KEYS)
         limits = [n for n in ("cpus", "memory_mb", "pids_limit") if getattr(options, n)]
         if limits:
             raise ValueError(
