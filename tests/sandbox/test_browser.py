@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import http.server
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,36 +43,12 @@ PAGES = {
 }
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        return
-
-    def do_GET(self) -> None:
-        body = PAGES.get(self.path.split("?")[0])
-        status = 200 if body is not None else 404
-        data = (body or "<html><body>not here</body></html>").encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        try:
-            self.wfile.write(data)
-        except BrokenPipeError:
-            return
-
-
 @pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(5)
+def routes() -> dict[str, dict[str, Any]]:
+    """What the loopback ``server`` (tests/sandbox/conftest.py) answers."""
+    answers: dict[str, dict[str, Any]] = {path: {"body": page} for path, page in PAGES.items()}
+    answers["*"] = {"status": 404, "body": "<html><body>not here</body></html>"}
+    return answers
 
 
 @pytest.fixture(scope="module")

@@ -3,12 +3,10 @@ Firecrawl providers at their SDK boundary (fakes of the SDK clients), live with 
 
 from __future__ import annotations
 
-import http.server
 import inspect
 import os
-import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -44,61 +42,29 @@ PAGE = """<!doctype html>
 </body></html>"""
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        return
-
-    def _send(self, status: int, content_type: str, body: bytes) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        try:
-            self.wfile.write(body)
-        except BrokenPipeError:  # the client gave up (the timeout test)
-            return
-
-    def do_GET(self) -> None:
-        path = self.path
-        if path == "/page.html":
-            self._send(200, "text/html; charset=utf-8", PAGE.encode())
-        elif path == "/plain.txt":
-            self._send(200, "text/plain", b"just text\nline two\n")
-        elif path == "/data.json":
-            self._send(200, "application/json", b'{"a": [1, 2]}')
-        elif path == "/latin1":
-            self._send(200, "text/html; charset=iso-8859-1", "<p>café</p>".encode("latin-1"))
-        elif path == "/meta-charset":
-            body = '<html><head><meta charset="windows-1252"></head><p>na\xefve</p></html>'
-            self._send(200, "text/html", body.encode("cp1252"))
-        elif path == "/image.png":
-            self._send(200, "image/png", b"\x89PNG\r\n\x1a\n" + bytes(100))
-        elif path == "/redirect":
-            self.send_response(302)
-            self.send_header("Location", "/page.html")
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-        elif path == "/big":
-            self._send(200, "text/plain", b"z" * 50_000)
-        elif path == "/slow":
-            time.sleep(3)
-            self._send(200, "text/plain", b"late")
-        else:
-            self._send(404, "text/plain", b"nope")
-
-
 @pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(5)
+def routes() -> dict[str, dict[str, Any]]:
+    """What the loopback ``server`` (tests/sandbox/conftest.py) answers."""
+    return {
+        "/page.html": {"type": "text/html; charset=utf-8", "body": PAGE},
+        "/plain.txt": {"type": "text/plain", "body": b"just text\nline two\n"},
+        "/data.json": {"type": "application/json", "body": b'{"a": [1, 2]}'},
+        "/latin1": {
+            "type": "text/html; charset=iso-8859-1",
+            "body": "<p>café</p>".encode("latin-1"),
+        },
+        "/meta-charset": {
+            "type": "text/html",
+            "body": '<html><head><meta charset="windows-1252"></head><p>na\xefve</p></html>'.encode(
+                "cp1252"
+            ),
+        },
+        "/image.png": {"type": "image/png", "body": b"\x89PNG\r\n\x1a\n" + bytes(100)},
+        "/redirect": {"status": 302, "headers": {"Location": "/page.html"}},
+        "/big": {"type": "text/plain", "body": b"z" * 50_000},
+        "/slow": {"type": "text/plain", "body": b"late", "delay": 3},
+        "*": {"status": 404, "type": "text/plain", "body": b"nope"},
+    }
 
 
 @pytest.fixture

@@ -97,7 +97,7 @@ class SshServer:
         unavailable()  # creates the privilege separation directory when root
         last_error = ""
         for _ in range(5):
-            self.port = _free_port()
+            self.port = free_port()
             config = self.directory / "sshd_config"
             config.write_text(
                 "\n".join(
@@ -240,7 +240,7 @@ def _descendants(root: int) -> list[int]:
     return found
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
