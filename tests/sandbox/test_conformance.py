@@ -216,6 +216,17 @@ async def test_leftovers_and_unknown_capabilities_fail_the_check(
     away = dataclasses.replace(base, unavailable=lambda: "no such machine")
     assert (await run_check(away, "exit_codes")).outcome == "skipped"
 
+    @contextlib.asynccontextmanager
+    async def complaining(directory: Path) -> AsyncIterator[Factory]:
+        async with base.provide(directory) as factory:
+            yield factory
+        raise AssertionError("instance hermes-toy-2 is still running")
+
+    result = await run_check(dataclasses.replace(base, provide=complaining), "stdin_is_empty")
+    assert result.outcome == "failed"
+    assert "the provider failed after the check" in result.detail
+    assert "instance hermes-toy-2 is still running" in result.detail
+
 
 def test_the_pytest_adapter_fails_and_skips_like_the_report(
     registry: BackendRegistry, tmp_path: Path
