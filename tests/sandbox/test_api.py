@@ -124,3 +124,17 @@ def test_one_check_of_backend_options_for_every_backend() -> None:
         check_extra("toy", {"a": 1, "d": 2, "c": 3}, ["a", "b"])
     with pytest.raises(ValueError, match=r"known toy options: \(none\)$"):
         check_extra("toy", {"c": 3}, [])
+
+
+def test_the_conformance_suite_does_not_need_pytest() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, hermes_sandbox.testing\n"
+        "assert 'pytest' not in sys.modules, 'hermes_sandbox.testing imported pytest'\n"
+        "print(len(hermes_sandbox.testing.CHECKS))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "31"

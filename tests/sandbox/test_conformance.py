@@ -245,3 +245,14 @@ def test_every_check_has_a_description() -> None:
     assert len(CHECKS) == 31  # every check of the suite before it moved into the package
     for check in CHECKS.values():
         assert check.description, check.name
+
+
+async def test_a_provider_for_a_registered_backend_name() -> None:
+    provider = Provider.for_backend("local", caps={"host_paths"}, terminal_timeout=30)
+    report = await run_conformance(
+        provider, checks=["exit_codes", "close_kills_everything_and_removes_the_workdir"]
+    )
+    assert report.ok, report.summary()
+    assert [r.outcome for r in report.results] == ["passed", "passed"]
+    with pytest.raises(KeyError, match="known checks: exit_codes"):
+        await run_conformance(provider, checks=["no_such_check"])
