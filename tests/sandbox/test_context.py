@@ -22,6 +22,7 @@ from hermes_sandbox import (
 from hermes_sandbox.backends.local import LocalSandbox
 from hermes_sandbox.context import ToolContext
 from hermes_sandbox.options import SandboxOptions
+from hermes_sandbox.testing.probes import gone, host_processes
 from hermes_sandbox.tools import SandboxTool, WebProviderError
 
 
@@ -33,25 +34,6 @@ async def pool() -> AsyncIterator[SandboxPool]:
 
 def context_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith("hermes-toolcontext-")]
-
-
-def process_running(marker: str) -> bool:
-    for status in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            if marker.encode() in status.read_bytes():
-                return True
-        except OSError:
-            continue
-    return False
-
-
-async def wait_until_gone(marker: str, within: float = 5.0) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if not process_running(marker):
-            return True
-        await asyncio.sleep(0.05)
-    return False
 
 
 # --- the reference's example -------------------------------------------------------------
@@ -381,14 +363,14 @@ async def test_cancelling_an_awaitable_call_kills_the_command(pool: SandboxPool)
     marker = "hermes-ctx-cancel-4821"
     task = asyncio.create_task(ctx.aterminal(f"bash -c 'sleep 60; echo {marker}'"))
     for _ in range(100):
-        if process_running(marker):
+        if bool(host_processes(marker)):
             break
         await asyncio.sleep(0.05)
-    assert process_running(marker)
+    assert bool(host_processes(marker))
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert await wait_until_gone(marker)
+    assert await gone(marker, within=5.0) == []
     await ctx.acleanup()
 
 
@@ -480,4 +462,4 @@ def test_ctrl_c_during_a_sync_call_kills_the_command(tmp_path: Path) -> None:
     )
     assert done.stdout.split() == ["interrupted", "clean"], done.stderr
     assert time.monotonic() - started < 30
-    assert not process_running(marker)
+    assert not bool(host_processes(marker))
