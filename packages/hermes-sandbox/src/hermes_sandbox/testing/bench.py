@@ -15,7 +15,7 @@ __all__ = ["Bench"]
 class Bench:
     """What a check gets: sandboxes of the provider, a directory, and ``needs``.
 
-    Every sandbox made through ``sandbox`` (or ``factory``) is closed after the check.
+    Every sandbox made through ``sandbox`` or ``started`` is closed after the check.
     """
 
     def __init__(self, provider: Provider, factory: Factory, directory: Path) -> None:
@@ -33,10 +33,6 @@ class Bench:
         made = self._factory(**options)
         self.made.append(made)
         return made
-
-    def factory(self, **options: Any) -> Sandbox:
-        """The same as ``sandbox``, usable as a ``SandboxPool`` factory's body."""
-        return self.sandbox(**options)
 
     async def started(self, **options: Any) -> Sandbox:
         """A started sandbox (options may be rejected at creation or at start)."""
