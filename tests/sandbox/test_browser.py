@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import http.server
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,36 +43,12 @@ PAGES = {
 }
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        return
-
-    def do_GET(self) -> None:
-        body = PAGES.get(self.path.split("?")[0])
-        status = 200 if body is not None else 404
-        data = (body or "<html><body>not here</body></html>").encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        try:
-            self.wfile.write(data)
-        except BrokenPipeError:
-            return
-
-
 @pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(5)
+def routes() -> dict[str, dict[str, Any]]:
+    """What the loopback ``server`` (tests/sandbox/conftest.py) answers."""
+    answers: dict[str, dict[str, Any]] = {path: {"body": page} for path, page in PAGES.items()}
+    answers["*"] = {"status": 404, "body": "<html><body>not here</body></html>"}
+    return answers
 
 
 @pytest.fixture(scope="module")
@@ -107,8 +82,9 @@ def browser_threads() -> int:
 
 async def test_missing_chromium_is_a_clear_error() -> None:
     browser = ChromiumBrowser(executable_path="/nonexistent/chromium", allow_private=True)
-    with pytest.raises(BrowserUnavailableError, match=r"apt-get install chromium"):
+    with pytest.raises(BrowserUnavailableError, match=r"apt-get install chromium") as caught:
         await browser.navigate("t", "http://127.0.0.1:9/")
+    assert caught.value.kind == "not_installed"
     await browser.close()
     assert "Chromium is not at /nonexistent/chromium" in str(
         browser_unavailable("/nonexistent/chromium")
@@ -123,8 +99,9 @@ async def test_host_addresses_are_refused_before_launching() -> None:
         await browser.navigate("t", "file:///etc/passwd")
     assert browser.task_ids == []
     await browser.close()
-    with pytest.raises(BrowserUnavailableError, match="was closed"):
+    with pytest.raises(BrowserUnavailableError, match="was closed") as caught:
         await browser.navigate("t", "http://example.com/")
+    assert caught.value.kind == "closed"
 
 
 # --- with Chromium --------------------------------------------------------------------------
@@ -171,10 +148,12 @@ async def test_one_page_per_task_and_no_shared_cookies(
 
 @needs_chromium
 async def test_page_errors(browser: ChromiumBrowser, server: str) -> None:
-    with pytest.raises(BrowserPageError, match="call browser_navigate first"):
+    with pytest.raises(BrowserPageError, match="call browser_navigate first") as no_page:
         await browser.snapshot("never-opened")
-    with pytest.raises(BrowserPageError, match=r"could not open http://127\.0\.0\.1:9/"):
+    assert no_page.value.kind == "no_page"
+    with pytest.raises(BrowserPageError, match=r"could not open http://127\.0\.0\.1:9/") as bad:
         await browser.navigate("err", "http://127.0.0.1:9/")
+    assert bad.value.kind == "navigation"
     await browser.close_task("err")
 
 

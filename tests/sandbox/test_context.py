@@ -12,10 +12,17 @@ from typing import Any
 
 import pytest
 
-from hermes_sandbox import ExecResult, SandboxClosedError, SandboxError, SandboxPool
+from hermes_sandbox import (
+    BrowserUnavailableError,
+    ExecResult,
+    SandboxClosedError,
+    SandboxPool,
+    ToolContextError,
+)
 from hermes_sandbox.backends.local import LocalSandbox
 from hermes_sandbox.context import ToolContext
 from hermes_sandbox.options import SandboxOptions
+from hermes_sandbox.testing.probes import gone, host_processes
 from hermes_sandbox.tools import SandboxTool, WebProviderError
 
 
@@ -27,25 +34,6 @@ async def pool() -> AsyncIterator[SandboxPool]:
 
 def context_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith("hermes-toolcontext-")]
-
-
-def process_running(marker: str) -> bool:
-    for status in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            if marker.encode() in status.read_bytes():
-                return True
-        except OSError:
-            continue
-    return False
-
-
-async def wait_until_gone(marker: str, within: float = 5.0) -> bool:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if not process_running(marker):
-            return True
-        await asyncio.sleep(0.05)
-    return False
 
 
 # --- the reference's example -------------------------------------------------------------
@@ -224,8 +212,10 @@ async def test_web_search_without_provider_is_a_clear_error(pool: SandboxPool) -
             }
         ]
     }
-    with pytest.raises(RuntimeError, match="no browser"):
+    with pytest.raises(BrowserUnavailableError, match="no browser") as caught:
         await ctx.abrowser_snapshot()
+    assert caught.value.kind == "not_configured"
+    assert isinstance(caught.value, RuntimeError)  # what callers caught before
     await ctx.acleanup()
 
 
@@ -320,9 +310,40 @@ async def test_loop_bound_sandbox_blocking_call_on_its_loop_says_what_to_do(
     await bound_pool.get("bound")
     ctx = ToolContext("bound", bound_pool)
     assert (await ctx.aterminal("echo twin")) == {"output": "twin\n", "exit_code": 0}
-    with pytest.raises(SandboxError, match=r"use the awaitable twins \(await ctx\.aterminal"):
+    with pytest.raises(
+        ToolContextError, match=r"use the awaitable twins \(await ctx\.aterminal"
+    ) as caught:
         ctx.terminal("echo blocked")
+    assert caught.value.kind == "loop_blocked"
     await ctx.acleanup()
+
+
+class OwnLoopCheckSandbox(LocalSandbox):
+    """Like an SDK that checks its loop itself and words the refusal its own way."""
+
+    async def _start(self) -> None:
+        self.home = asyncio.get_running_loop()
+        await super()._start()
+
+    async def _run(self, script: str, **options: Any) -> ExecResult:
+        if asyncio.get_running_loop() is not self.home:
+            raise RuntimeError("this client may only be used from the thread that opened it")
+        return await super()._run(script, **options)
+
+
+async def test_a_loop_refusal_is_recognised_by_situation_not_by_wording() -> None:
+    def make(task_id: str) -> OwnLoopCheckSandbox:
+        return OwnLoopCheckSandbox(SandboxOptions(), task_id=task_id)
+
+    async with SandboxPool(factory=make) as pool:
+        await pool.get("own")
+        ctx = ToolContext("own", pool)
+        with pytest.raises(ToolContextError, match="use the awaitable twins") as caught:
+            ctx.terminal("echo blocked")
+        assert caught.value.kind == "loop_blocked"
+        assert "may only be used from the thread that opened it" in str(caught.value)
+        assert (await ctx.aterminal("echo twin"))["output"] == "twin\n"
+        await ctx.acleanup()
 
 
 async def test_a_blocked_home_loop_does_not_deadlock(pool: SandboxPool) -> None:
@@ -342,14 +363,14 @@ async def test_cancelling_an_awaitable_call_kills_the_command(pool: SandboxPool)
     marker = "hermes-ctx-cancel-4821"
     task = asyncio.create_task(ctx.aterminal(f"bash -c 'sleep 60; echo {marker}'"))
     for _ in range(100):
-        if process_running(marker):
+        if bool(host_processes(marker)):
             break
         await asyncio.sleep(0.05)
-    assert process_running(marker)
+    assert bool(host_processes(marker))
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert await wait_until_gone(marker)
+    assert await gone(marker, within=5.0) == []
     await ctx.acleanup()
 
 
@@ -373,8 +394,9 @@ async def test_cleanup_is_final_and_idempotent(pool: SandboxPool) -> None:
     assert sandbox.closed
     with pytest.raises(RuntimeError, match="was cleaned up"):
         ctx.terminal("echo again")
-    with pytest.raises(RuntimeError, match="was cleaned up"):
+    with pytest.raises(ToolContextError, match="was cleaned up") as caught:
         await ctx.aread_file("x")
+    assert caught.value.kind == "cleaned_up"
     async with ToolContext("u", pool) as other:
         await other.aterminal("true")
     assert "u" not in pool
@@ -440,4 +462,4 @@ def test_ctrl_c_during_a_sync_call_kills_the_command(tmp_path: Path) -> None:
     )
     assert done.stdout.split() == ["interrupted", "clean"], done.stderr
     assert time.monotonic() - started < 30
-    assert not process_running(marker)
+    assert not bool(host_processes(marker))

@@ -158,7 +158,9 @@ async def test_sandbox_created_past_the_timeout_is_deleted(tmp_path: Path) -> No
 
 
 def test_bad_options_are_rejected(client: FakeAsyncDaytona) -> None:
-    with pytest.raises(ValueError, match=r"unknown option\(s\) size"):
+    with pytest.raises(
+        ValueError, match=r"daytona backend: unknown option\(s\) 'size'; known daytona options: "
+    ):
         create_sandbox("daytona", client=client, size="xl")
     with pytest.raises(ValueError, match="pids_limit"):
         create_sandbox("daytona", client=client, pids_limit=64)

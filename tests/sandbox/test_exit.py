@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from hermes_sandbox import SandboxOptions
-from tests.sandbox.test_conformance import host_processes
+from hermes_sandbox.testing.probes import host_processes
 
 CHILD = textwrap.dedent(
     """

@@ -200,7 +200,9 @@ async def test_lifetime_closes_the_sandbox(make: MakeSandbox, fake: FakeModal) -
 
 
 def test_bad_options_are_rejected(fake: FakeModal) -> None:
-    with pytest.raises(ValueError, match=r"unknown option\(s\) colour"):
+    with pytest.raises(
+        ValueError, match=r"modal backend: unknown option\(s\) 'colour'; known modal options: "
+    ):
         create_sandbox("modal", sdk=fake, colour="red")
     with pytest.raises(ValueError, match="pids_limit"):
         create_sandbox("modal", sdk=fake, pids_limit=64)

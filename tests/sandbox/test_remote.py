@@ -202,3 +202,16 @@ def test_missing_credentials_is_a_start_error(backend: RemoteBackend, tmp_path: 
     error, setting = NO_CREDENTIALS[backend.name]
     assert f"ERR {error}" in out
     assert setting in out
+
+
+async def test_output_is_complete_when_the_reader_is_slower_than_the_command(
+    make: MakeSandbox,
+) -> None:
+    # The in-sandbox reader copies the head one byte per system call, so 400 kB take it
+    # well over the moment the command's shell exits: the runner must wait for it when
+    # no background job holds the output, not report the little read so far.
+    async with make(max_output_chars=1_000_000) as sb:
+        result = await sb.exec("head -c 400000 /dev/zero | tr '\\0' a; echo; echo END")
+    assert result.exit_code == 0
+    assert not result.truncated
+    assert result.output == "a" * 400_000 + "\nEND\n"

@@ -6,11 +6,12 @@ import asyncio
 import os
 import pathlib
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 
 import pytest
 
 from hermes_sandbox import (
+    Sandbox,
     SandboxClosedError,
     SandboxStartError,
     create_sandbox,
@@ -34,36 +35,6 @@ def remote_base(sshd: provider.SshServer, tmp_path: pathlib.Path) -> pathlib.Pat
     base = tmp_path / "remote"
     base.mkdir(mode=0o700)
     return base
-
-
-def _entries(directory: pathlib.Path) -> list[str] | None:
-    """Names in ``directory`` (None if it does not exist)."""
-    try:
-        return sorted(p.name for p in directory.iterdir())
-    except FileNotFoundError:
-        return None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie is dead for our purposes.
-    try:
-        state = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
-
-
-async def _wait_dead(pid: int, seconds: float = 5.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if not _alive(pid):
-            return True
-        await asyncio.sleep(0.05)
-    return False
 
 
 async def test_exec_output_exit_code_and_session_state(
@@ -101,7 +72,7 @@ async def test_environment_is_only_options_env(
 
 
 async def test_timeout_kills_the_whole_process_tree(
-    sshd: provider.SshServer, remote_base: pathlib.Path
+    sshd: provider.SshServer, remote_base: pathlib.Path, wait_dead: Callable[..., Awaitable[bool]]
 ) -> None:
     async with create_sandbox("ssh", **sshd.options(base_dir=str(remote_base))) as sandbox:
         started = time.monotonic()
@@ -114,13 +85,16 @@ async def test_timeout_kills_the_whole_process_tree(
         assert result.exit_code == 124
         assert result.output.startswith("ready")
         pid = int((await sandbox.read_file("bg.pid")).decode())
-        assert await _wait_dead(pid), "the background child survived the timeout"
+        assert await wait_dead(pid), "the background child survived the timeout"
         # The session still works after a timeout.
         assert (await sandbox.exec("echo alive")).output == "alive\n"
 
 
 async def test_processes_that_left_the_session_die_too(
-    sshd: provider.SshServer, remote_base: pathlib.Path
+    sshd: provider.SshServer,
+    remote_base: pathlib.Path,
+    alive: Callable[[int], bool],
+    wait_dead: Callable[..., Awaitable[bool]],
 ) -> None:
     async with create_sandbox("ssh", **sshd.options(base_dir=str(remote_base))) as sandbox:
         result = await sandbox.exec(
@@ -129,55 +103,56 @@ async def test_processes_that_left_the_session_die_too(
         )
         assert result.timed_out
         escaped = int((await sandbox.read_file("escaped.pid")).decode())
-        assert await _wait_dead(escaped), "a setsid child survived the timeout"
+        assert await wait_dead(escaped), "a setsid child survived the timeout"
         await sandbox.exec("setsid sleep 302 </dev/null >/dev/null 2>&1 & echo $! > later.pid")
         later = int((await sandbox.read_file("later.pid")).decode())
-        assert _alive(later)
+        assert alive(later)
         # A later command's timeout leaves earlier commands' processes alone ...
         assert (await sandbox.exec("sleep 300", timeout=0.5)).timed_out
-        assert _alive(later)
+        assert alive(later)
     # ... and close() ends them.
-    assert await _wait_dead(later), "a setsid child survived close()"
+    assert await wait_dead(later), "a setsid child survived close()"
 
 
 async def test_cancelling_exec_kills_the_command(
-    sshd: provider.SshServer, remote_base: pathlib.Path
+    sshd: provider.SshServer,
+    remote_base: pathlib.Path,
+    wait_dead: Callable[..., Awaitable[bool]],
+    cancel_running: Callable[[Sandbox], Awaitable[int]],
 ) -> None:
     async with create_sandbox("ssh", **sshd.options(base_dir=str(remote_base))) as sandbox:
-        task = asyncio.create_task(sandbox.exec("echo $$ > shell.pid; sleep 300", timeout=600))
-        pid_file = pathlib.Path(sandbox.workdir) / "shell.pid"
-        for _ in range(200):
-            if pid_file.exists() and pid_file.read_text().strip():
-                break
-            await asyncio.sleep(0.05)
-        pid = int(pid_file.read_text())
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        assert await _wait_dead(pid)
+        pid = await cancel_running(sandbox)
+        assert await wait_dead(pid)
 
 
 async def test_close_removes_everything_and_is_idempotent(
-    sshd: provider.SshServer, remote_base: pathlib.Path
+    sshd: provider.SshServer,
+    remote_base: pathlib.Path,
+    alive: Callable[[int], bool],
+    wait_dead: Callable[..., Awaitable[bool]],
+    entries: Callable[[pathlib.Path], list[str] | None],
 ) -> None:
     sandbox = create_sandbox("ssh", **sshd.options(base_dir=str(remote_base)))
     await sandbox.start()
     await sandbox.exec("nohup sleep 300 >/dev/null 2>&1 & echo $! > daemon.pid; cd /; export A=1")
     pid = int((await sandbox.read_file(f"{sandbox.workdir}/daemon.pid")).decode())
     state_dir = sandbox._state_dir
-    assert _entries(pathlib.Path(state_dir)) is not None
-    assert _alive(pid)
+    assert entries(pathlib.Path(state_dir)) is not None
+    assert alive(pid)
     await sandbox.close()
     await sandbox.close()
-    assert await _wait_dead(pid), "a process left running by a command survived close()"
-    assert _entries(remote_base) == []
-    assert _entries(pathlib.Path(state_dir)) is None
+    assert await wait_dead(pid), "a process left running by a command survived close()"
+    assert entries(remote_base) == []
+    assert entries(pathlib.Path(state_dir)) is None
     with pytest.raises(SandboxClosedError):
         await sandbox.exec("true")
 
 
 async def test_given_workdir_is_created_and_kept(
-    sshd: provider.SshServer, remote_base: pathlib.Path, tmp_path: pathlib.Path
+    sshd: provider.SshServer,
+    remote_base: pathlib.Path,
+    tmp_path: pathlib.Path,
+    entries: Callable[[pathlib.Path], list[str] | None],
 ) -> None:
     workdir = tmp_path / "project"
     options = sshd.options(base_dir=str(remote_base), workdir=str(workdir))
@@ -185,7 +160,7 @@ async def test_given_workdir_is_created_and_kept(
         assert (await sandbox.exec("pwd; echo $HOME")).output.splitlines()[0] == str(workdir)
         await sandbox.write_file("keep.txt", "kept")
     assert (workdir / "keep.txt").read_text() == "kept"
-    assert _entries(remote_base) == []
+    assert entries(remote_base) == []
 
 
 async def test_files_binary_large_and_nested(
@@ -250,7 +225,9 @@ async def test_close_works_after_the_server_died(tmp_path: pathlib.Path) -> None
 
 
 async def test_shared_connection_is_left_open(
-    sshd: provider.SshServer, remote_base: pathlib.Path
+    sshd: provider.SshServer,
+    remote_base: pathlib.Path,
+    entries: Callable[[pathlib.Path], list[str] | None],
 ) -> None:
     import asyncssh
 
@@ -276,7 +253,7 @@ async def test_shared_connection_is_left_open(
     finally:
         conn.close()
         await conn.wait_closed()
-    assert _entries(remote_base) == []
+    assert entries(remote_base) == []
 
 
 async def test_untrusted_host_key_is_refused(
@@ -299,7 +276,9 @@ async def test_untrusted_host_key_is_refused(
 
 
 async def test_wrong_client_key_and_closed_port_are_clear_errors(
-    sshd: provider.SshServer, remote_base: pathlib.Path
+    sshd: provider.SshServer,
+    remote_base: pathlib.Path,
+    entries: Callable[[pathlib.Path], list[str] | None],
 ) -> None:
     import asyncssh
 
@@ -308,15 +287,17 @@ async def test_wrong_client_key_and_closed_port_are_clear_errors(
     options = sshd.options(base_dir=str(remote_base), key_path=str(wrong))
     with pytest.raises(SandboxStartError, match="refused authentication"):
         await create_sandbox("ssh", **options).start()
-    closed_port = provider._free_port()
+    closed_port = provider.free_port()
     options = sshd.options(base_dir=str(remote_base), port=closed_port)
     with pytest.raises(SandboxStartError, match="cannot connect"):
         await create_sandbox("ssh", **options).start()
-    assert _entries(remote_base) == []
+    assert entries(remote_base) == []
 
 
 def test_bad_options_are_rejected(sshd: provider.SshServer) -> None:
-    with pytest.raises(ValueError, match="unknown option"):
+    with pytest.raises(
+        ValueError, match=r"ssh backend: unknown option\(s\) 'hostname'; known ssh options: "
+    ):
         create_sandbox("ssh", **sshd.options(hostname="x"))
     with pytest.raises(ValueError, match="needs host"):
         create_sandbox("ssh")
@@ -334,7 +315,11 @@ def test_bad_options_are_rejected(sshd: provider.SshServer) -> None:
         create_sandbox("ssh", **sshd.options(base_dir="relative/dir"))
 
 
-async def test_many_sandboxes_at_once(sshd: provider.SshServer, remote_base: pathlib.Path) -> None:
+async def test_many_sandboxes_at_once(
+    sshd: provider.SshServer,
+    remote_base: pathlib.Path,
+    entries: Callable[[pathlib.Path], list[str] | None],
+) -> None:
     sandboxes = [
         create_sandbox("ssh", **sshd.options(base_dir=str(remote_base))) for _ in range(24)
     ]
@@ -344,4 +329,4 @@ async def test_many_sandboxes_at_once(sshd: provider.SshServer, remote_base: pat
         assert [r.output for r in results] == [f"{i}\n" for i in range(24)]
     finally:
         await asyncio.gather(*(s.close() for s in sandboxes))
-    assert _entries(remote_base) == []
+    assert entries(remote_base) == []

@@ -3,12 +3,10 @@ Firecrawl providers at their SDK boundary (fakes of the SDK clients), live with 
 
 from __future__ import annotations
 
-import http.server
 import inspect
 import os
-import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -44,61 +42,29 @@ PAGE = """<!doctype html>
 </body></html>"""
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        return
-
-    def _send(self, status: int, content_type: str, body: bytes) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        try:
-            self.wfile.write(body)
-        except BrokenPipeError:  # the client gave up (the timeout test)
-            return
-
-    def do_GET(self) -> None:
-        path = self.path
-        if path == "/page.html":
-            self._send(200, "text/html; charset=utf-8", PAGE.encode())
-        elif path == "/plain.txt":
-            self._send(200, "text/plain", b"just text\nline two\n")
-        elif path == "/data.json":
-            self._send(200, "application/json", b'{"a": [1, 2]}')
-        elif path == "/latin1":
-            self._send(200, "text/html; charset=iso-8859-1", "<p>café</p>".encode("latin-1"))
-        elif path == "/meta-charset":
-            body = '<html><head><meta charset="windows-1252"></head><p>na\xefve</p></html>'
-            self._send(200, "text/html", body.encode("cp1252"))
-        elif path == "/image.png":
-            self._send(200, "image/png", b"\x89PNG\r\n\x1a\n" + bytes(100))
-        elif path == "/redirect":
-            self.send_response(302)
-            self.send_header("Location", "/page.html")
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-        elif path == "/big":
-            self._send(200, "text/plain", b"z" * 50_000)
-        elif path == "/slow":
-            time.sleep(3)
-            self._send(200, "text/plain", b"late")
-        else:
-            self._send(404, "text/plain", b"nope")
-
-
 @pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(5)
+def routes() -> dict[str, dict[str, Any]]:
+    """What the loopback ``server`` (tests/sandbox/conftest.py) answers."""
+    return {
+        "/page.html": {"type": "text/html; charset=utf-8", "body": PAGE},
+        "/plain.txt": {"type": "text/plain", "body": b"just text\nline two\n"},
+        "/data.json": {"type": "application/json", "body": b'{"a": [1, 2]}'},
+        "/latin1": {
+            "type": "text/html; charset=iso-8859-1",
+            "body": "<p>café</p>".encode("latin-1"),
+        },
+        "/meta-charset": {
+            "type": "text/html",
+            "body": '<html><head><meta charset="windows-1252"></head><p>na\xefve</p></html>'.encode(
+                "cp1252"
+            ),
+        },
+        "/image.png": {"type": "image/png", "body": b"\x89PNG\r\n\x1a\n" + bytes(100)},
+        "/redirect": {"status": 302, "headers": {"Location": "/page.html"}},
+        "/big": {"type": "text/plain", "body": b"z" * 50_000},
+        "/slow": {"type": "text/plain", "body": b"late", "delay": 3},
+        "*": {"status": 404, "type": "text/plain", "body": b"nope"},
+    }
 
 
 @pytest.fixture
@@ -227,8 +193,9 @@ async def test_web_tools_without_provider(server: str) -> None:
     assert answer == {
         "results": [{"url": f"{server}/plain.txt", "title": "", "content": "just text\nline two\n"}]
     }
-    with pytest.raises(WebProviderError, match="web_search needs a search provider"):
+    with pytest.raises(WebProviderError, match="web_search needs a search provider") as caught:
         await tools["web_search"].handler({"query": "x"}, Invocation("t"))
+    assert caught.value.kind == "no_search"
     defaults = {t.name: t for t in web_tools()}
     refused = await defaults["web_extract"].handler({"urls": [f"{server}/x"]}, Invocation("t"))
     assert "refusing to open" in refused["results"][0]["error"]
@@ -249,8 +216,9 @@ def test_provider_from_env() -> None:
 
 
 def test_missing_keys_name_the_variable() -> None:
-    with pytest.raises(WebProviderError, match="set the TAVILY_API_KEY environment variable"):
+    with pytest.raises(WebProviderError, match="set the TAVILY_API_KEY environment variable") as no:
         TavilyProvider(env={})
+    assert no.value.kind == "no_api_key"
     with pytest.raises(WebProviderError, match="set the FIRECRAWL_API_KEY environment variable"):
         FirecrawlProvider(env={})
     TavilyProvider(api_key="given", env={})  # an explicit key needs no variable
@@ -320,8 +288,11 @@ async def test_tavily_search_and_extract() -> None:
 
 async def test_tavily_failure_is_a_provider_error() -> None:
     provider = TavilyProvider(client=FakeAsyncTavilyClient(fail=RuntimeError("401 bad key")))
-    with pytest.raises(WebProviderError, match="Tavily search failed: RuntimeError: 401 bad key"):
+    with pytest.raises(
+        WebProviderError, match="Tavily search failed: RuntimeError: 401 bad key"
+    ) as e:
         await provider.search("x")
+    assert e.value.kind == "request_failed"
 
 
 async def test_tavily_makes_and_closes_a_real_sdk_client_per_call() -> None:

@@ -104,10 +104,6 @@ class StandIn:
         return found
 
 
-#: What the last provided stand-ins found left behind (reported once by ``leaked()``).
-_LEFT: list[str] = []
-
-
 def _state_leftovers(sandboxes: list[Sandbox]) -> list[str]:
     """Shell state directories that outlived their (closed) sandboxes."""
     return [
@@ -117,17 +113,15 @@ def _state_leftovers(sandboxes: list[Sandbox]) -> list[str]:
     ]
 
 
-def leaked() -> list[str]:
-    """Instances, host directories, binds and shell state dirs the sandboxes left."""
-    found = list(_LEFT)
-    _LEFT.clear()
-    return found
-
-
 @contextlib.asynccontextmanager
 async def provide(tmp_path: pathlib.Path) -> AsyncIterator[Callable[..., Sandbox]]:
-    """A factory of singularity sandboxes driving the stand-in; afterwards it notes what
-    the sandboxes left (for ``leaked()``) and stops any instance still running."""
+    """A factory of singularity sandboxes driving the stand-in; afterwards it stops any
+    instance still running.
+
+    Raises:
+        AssertionError: (at exit, once every sandbox made is closed) naming the
+            instances, host directories, binds and shell state directories left.
+    """
     standin = StandIn(tmp_path / "apptainer").install()
     made: list[Sandbox] = []
 
@@ -139,8 +133,7 @@ async def provide(tmp_path: pathlib.Path) -> AsyncIterator[Callable[..., Sandbox
     try:
         yield factory
     finally:
-        _LEFT.extend(standin.leftovers())
-        _LEFT.extend(_state_leftovers(made))
+        left = standin.leftovers() + _state_leftovers(made)
         for name in standin.instances():
             stop = await asyncio.create_subprocess_exec(
                 str(standin.binary),
@@ -152,3 +145,5 @@ async def provide(tmp_path: pathlib.Path) -> AsyncIterator[Callable[..., Sandbox
                 stderr=asyncio.subprocess.DEVNULL,
             )
             await stop.wait()
+    if left:
+        raise AssertionError(f"singularity sandboxes left behind: {left}")

@@ -97,7 +97,7 @@ class SshServer:
         unavailable()  # creates the privilege separation directory when root
         last_error = ""
         for _ in range(5):
-            self.port = _free_port()
+            self.port = free_port()
             config = self.directory / "sshd_config"
             config.write_text(
                 "\n".join(
@@ -181,10 +181,6 @@ def running_sshd(directory: pathlib.Path) -> Iterator[SshServer]:
     shutil.rmtree(directory, ignore_errors=True)
 
 
-#: What the last provided servers found left behind (reported once by ``leaked()``).
-_LEFT: list[str] = []
-
-
 def _state_leftovers(sandboxes: list[Sandbox]) -> list[str]:
     """Shell state directories that outlived their (closed) sandboxes."""
     return [
@@ -194,17 +190,14 @@ def _state_leftovers(sandboxes: list[Sandbox]) -> list[str]:
     ]
 
 
-def leaked() -> list[str]:
-    """Per-task directories and shell state dirs the sandboxes left on the "remote" host."""
-    found = list(_LEFT)
-    _LEFT.clear()
-    return found
-
-
 @contextlib.asynccontextmanager
 async def provide(tmp_path: pathlib.Path) -> AsyncIterator[Callable[..., Sandbox]]:
-    """A factory of ssh sandboxes served by a throwaway sshd; afterwards sshd is stopped
-    and what the sandboxes left is noted for ``leaked()``."""
+    """A factory of ssh sandboxes served by a throwaway sshd; afterwards sshd is stopped.
+
+    Raises:
+        AssertionError: (at exit, once every sandbox made is closed) naming the per-task
+            directories and shell state directories the sandboxes left.
+    """
     server = SshServer(tmp_path / "sshd")
     await asyncio.to_thread(server.start)
     made: list[Sandbox] = []
@@ -218,8 +211,9 @@ async def provide(tmp_path: pathlib.Path) -> AsyncIterator[Callable[..., Sandbox
         yield factory
     finally:
         await asyncio.to_thread(server.stop)
-        _LEFT.extend(f"remote {path}" for path in server.leftovers())
-        _LEFT.extend(_state_leftovers(made))
+    left = [f"remote {path}" for path in server.leftovers()] + _state_leftovers(made)
+    if left:
+        raise AssertionError(f"ssh sandboxes left behind: {left}")
 
 
 def _descendants(root: int) -> list[int]:
@@ -240,7 +234,7 @@ def _descendants(root: int) -> list[int]:
     return found
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])

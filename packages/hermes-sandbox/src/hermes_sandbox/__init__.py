@@ -6,10 +6,15 @@ from hermes_sandbox.base import Sandbox
 from hermes_sandbox.context import ToolContext
 from hermes_sandbox.errors import (
     BackendUnavailableError,
+    BrowserPageError,
+    BrowserUnavailableError,
+    ConformanceError,
     SandboxClosedError,
     SandboxError,
     SandboxStartError,
+    ToolContextError,
     UnknownBackendError,
+    WebProviderError,
 )
 from hermes_sandbox.options import SandboxOptions
 from hermes_sandbox.pool import SandboxPool
@@ -21,6 +26,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BackendUnavailableError",
+    "BrowserPageError",
+    "BrowserUnavailableError",
+    "ConformanceError",
     "ExecResult",
     "Sandbox",
     "SandboxClosedError",
@@ -30,7 +38,9 @@ __all__ = [
     "SandboxStartError",
     "SandboxTool",
     "ToolContext",
+    "ToolContextError",
     "UnknownBackendError",
+    "WebProviderError",
     "__version__",
     "create_sandbox",
     "default_backends",

@@ -44,25 +44,21 @@ from types import TracebackType
 from typing import Any, Protocol, Self, TypeVar, cast
 
 from hermes_sandbox.base import Sandbox
-from hermes_sandbox.errors import SandboxClosedError, SandboxError
+from hermes_sandbox.errors import (
+    BrowserPageError,
+    BrowserUnavailableError,
+    SandboxClosedError,
+    SandboxError,
+    ToolContextError,
+)
 from hermes_sandbox.pool import SandboxPool
 from hermes_sandbox.teardown import finish
 from hermes_sandbox.tools import sandbox_tools
-from hermes_sandbox.tools.browser import (
-    BrowserPageError,
-    BrowserUnavailableError,
-    ChromiumBrowser,
-)
+from hermes_sandbox.tools.browser import ChromiumBrowser
 from hermes_sandbox.tools.files import read_lines, resolve_path, search_files
 from hermes_sandbox.tools.loopthread import LoopThread, try_run_on_loop
 from hermes_sandbox.tools.spec import Invocation
-from hermes_sandbox.tools.web import (
-    DirectWebProvider,
-    WebProvider,
-    WebProviderError,
-    extract_web,
-    search_web,
-)
+from hermes_sandbox.tools.web import DirectWebProvider, WebProvider, extract_web, search_web
 
 __all__ = ["CallableTool", "ToolContext"]
 
@@ -93,7 +89,9 @@ class _OwnSandbox:
     async def get(self, task_id: str) -> Sandbox:
         context = self._context()
         if context is None:
-            raise RuntimeError("the ToolContext these tools belong to is gone")
+            raise ToolContextError(
+                "the ToolContext these tools belong to is gone", kind="cleaned_up"
+            )
         return await context.get_sandbox()
 
 
@@ -149,7 +147,9 @@ class ToolContext:
     # plumbing ---------------------------------------------------------------------------
     def _check_open(self) -> None:
         if self._closed:
-            raise RuntimeError(f"the ToolContext of task {self.task_id!r} was cleaned up")
+            raise ToolContextError(
+                f"the ToolContext of task {self.task_id!r} was cleaned up", kind="cleaned_up"
+            )
 
     def _get_runner(self) -> LoopThread:
         with self._runner_lock:
@@ -172,9 +172,10 @@ class ToolContext:
         runner = self._runner
         if runner is not None and runner.in_loop_thread():
             coro.close()
-            raise RuntimeError(
+            raise ToolContextError(
                 "a blocking ToolContext method was called from code the context itself runs "
-                "(e.g. a tool handler under call_tool); await the async twin instead"
+                "(e.g. a tool handler under call_tool); await the async twin instead",
+                kind="reentrant",
             )
         home = self._home
         if home is not None and home.is_running() and not home.is_closed():
@@ -186,17 +187,22 @@ class ToolContext:
                 ran, value = try_run_on_loop(home, coro, start_within=self._home_grace)
                 if ran:
                     return cast(T, value)
+            # The home loop runs but cannot take the call, so the operation runs away from
+            # the loop the sandbox was made on. A RuntimeError that is not one of ours is
+            # then the sandbox (or its SDK) refusing a foreign loop, whatever its wording
+            # (asyncio's "attached to a different loop", an SDK's own check, ...).
             try:
                 return self._get_runner().run(coro)
+            except SandboxError:
+                raise
             except RuntimeError as exc:
-                if "different loop" not in str(exc) and "different event loop" not in str(exc):
-                    raise
-                raise SandboxError(
+                raise ToolContextError(
                     f"task {self.task_id!r}: this sandbox belongs to the event loop the rollout "
                     "ran on, and a blocking ToolContext call cannot reach it while that loop is "
                     "blocked (the call was made on its thread, or it waits for the caller); "
                     "from async code use the awaitable twins (await ctx.aterminal(...), "
-                    "await ctx.acleanup(), ...)"
+                    f"await ctx.acleanup(), ...). The sandbox said: {exc}",
+                    kind="loop_blocked",
                 ) from exc
         return self._get_runner().run(coro)
 
@@ -209,7 +215,7 @@ class ToolContext:
         rollout's sandbox was already closed before the first call here.
 
         Raises:
-            RuntimeError: after ``cleanup()``.
+            ToolContextError: after ``cleanup()`` (a ``RuntimeError`` too).
             SandboxStartError: if it cannot be started.
             SandboxClosedError: if the sandbox was closed, expired or died.
         """
@@ -226,9 +232,10 @@ class ToolContext:
 
     def _need_browser(self) -> ChromiumBrowser:
         if self.browser is None:
-            raise RuntimeError(
+            raise BrowserUnavailableError(
                 "this ToolContext has no browser; pass browser=ChromiumBrowser() "
-                "(the same one the rollout used)"
+                "(the same one the rollout used)",
+                kind="not_configured",
             )
         return self.browser
 
@@ -445,8 +452,8 @@ class ToolContext:
         ``{"url", "error"}`` if it cannot be opened.
 
         Raises:
-            RuntimeError: if the context has no browser.
-            BrowserUnavailableError: if Chromium or Playwright is missing.
+            BrowserUnavailableError: if the context has no browser, or Chromium or
+                Playwright is missing.
         """
         self._check_open()
         browser = self._need_browser()
@@ -463,8 +470,8 @@ class ToolContext:
         """The task's page as text: ``{"url", "title", "snapshot"}``, or ``{"error"}``.
 
         Raises:
-            RuntimeError: if the context has no browser.
-            BrowserUnavailableError: if the browser is closed or missing.
+            BrowserUnavailableError: if the context has no browser, or it is closed or
+                missing.
         """
         self._check_open()
         browser = self._need_browser()
@@ -495,8 +502,8 @@ class ToolContext:
 
         Raises:
             KeyError: for an unknown tool (the message lists the known ones).
-            SandboxError, WebProviderError, BrowserUnavailableError: infrastructure
-                failures, as for the other methods.
+            SandboxError: infrastructure failures, as for the other methods (a dead
+                sandbox, ``WebProviderError``, ``BrowserUnavailableError``).
         """
         self._check_open()
         table = self._tool_table()
@@ -514,7 +521,15 @@ class ToolContext:
                 value = await asyncio.to_thread(handler, dict(args or {}), invocation)
                 if inspect.isawaitable(value):
                     value = await value
-        except (SandboxError, WebProviderError, BrowserUnavailableError):
+        except BrowserPageError as exc:  # the page's problem, reported like any tool refusal
+            return {"error": f"{type(exc).__name__}: {_error(exc)}"}
+        except ToolContextError as exc:
+            if exc.kind != "reentrant":
+                raise
+            # The tool called a blocking method of this context: a bug of that tool,
+            # reported as its answer (as any other exception of a tool is).
+            return {"error": f"{type(exc).__name__}: {_error(exc)}"}
+        except SandboxError:  # infrastructure: a dead sandbox, no provider, no browser
             raise
         except Exception as exc:
             return {"error": f"{type(exc).__name__}: {_error(exc)}"}

@@ -2,10 +2,15 @@
 
 Both run each command through ``bash -c BOOT _ MARKER`` (a job with its own process
 group, tagged with ``MARKER_VARIABLE``) and kill leftovers with the scripts
-``kill_command_script`` (one command) and ``kill_all_script`` (a whole sandbox) write.
-While the job runs, ``JobControl`` reads its ``hermes-pgid``/``hermes-exit`` reports from
-the runner's stderr and ``OutputPump`` feeds its output into an ``OutputCollector``; both
-read any ``ByteReader`` (an ``asyncio.StreamReader`` for the singularity CLI, an asyncssh
+``kill_command_script`` (one command) and ``kill_all_script`` (a whole sandbox) write;
+``JobLedger`` keeps a sandbox's markers and process groups. ``run_job`` is the one
+runner of a command: it sends the script, waits for the exit report or the timeout,
+kills the command's tree at the timeout or when the caller cancels, and drains the
+output. A backend gives it a ``Job`` (the runner process it started: an ssh channel, an
+``apptainer exec``) and a way to run a kill script. While the job runs, ``JobControl``
+reads its ``hermes-pgid``/``hermes-exit`` reports from the runner's stderr and
+``OutputPump`` feeds its output into an ``OutputCollector``; both read any
+``ByteReader`` (an ``asyncio.StreamReader`` for the singularity CLI, an asyncssh
 ``SSHReader`` for an ssh channel).
 """
 
@@ -15,10 +20,29 @@ import asyncio
 import contextlib
 import re
 import shlex
-from collections.abc import Callable, Collection, Mapping
+import uuid
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Protocol
 
 from hermes_sandbox.output import OutputCollector
+from hermes_sandbox.result import ExecResult
+
+__all__ = [
+    "BOOT",
+    "MARKER_VARIABLE",
+    "OUTPUT_GRACE",
+    "OUTPUT_IDLE",
+    "ByteReader",
+    "Job",
+    "JobControl",
+    "JobLedger",
+    "OutputPump",
+    "check_env",
+    "kill_all_script",
+    "kill_command_script",
+    "run_job",
+    "safe_name",
+]
 
 #: After the command's shell has exited, output is still read until it ends, or until
 #: none arrived for ``OUTPUT_IDLE`` seconds (a background job may hold the output open),
@@ -72,6 +96,13 @@ while [ "$n" -lt 50 ]; do
 done
 exit 0
 """
+
+
+def safe_name(text: str, limit: int) -> str:
+    """``text`` with every run of characters other than letters, digits, ``_``, ``.``
+    and ``-`` replaced by ``_``, cut to ``limit`` characters (``"task"`` if empty): a
+    task id made fit for a directory or instance name."""
+    return _UNSAFE_NAME_CHARS.sub("_", text)[:limit] or "task"
 
 
 def check_env(env: Mapping[str, object], backend: str) -> None:
@@ -203,3 +234,129 @@ class OutputPump:
     def stop(self) -> None:
         """Stop reading (what was fed so far stays in the collector)."""
         self._task.cancel()
+
+
+#: Seconds a kill waits for the job's process group to be known before it falls back to
+#: the marker sweep alone.
+GROUP_WAIT = 5.0
+
+
+class JobLedger:
+    """The jobs of one sandbox: a marker per command (``<mark>.<n>``) and the process
+    groups seen, for killing what they left (``kill_all_script``)."""
+
+    def __init__(self) -> None:
+        self.mark = uuid.uuid4().hex
+        self.runs = 0
+        self.groups: set[tuple[int, int]] = set()
+
+    def next_marker(self) -> str:
+        """The marker of the next command."""
+        self.runs += 1
+        return f"{self.mark}.{self.runs}"
+
+    def kill_all_script(self) -> str:
+        """A bash script killing every process the sandbox's commands left (empty when
+        no command ran)."""
+        return kill_all_script(self.groups, self.mark, ran=self.runs > 0)
+
+    def forget(self) -> None:
+        """Drop the process groups (after they were killed)."""
+        self.groups.clear()
+
+
+class Job(Protocol):
+    """The runner process of one command (``bash -c BOOT _ MARKER``), as started by a
+    backend: where its output and its reports come from, and the backend's answers to
+    what ``run_job`` cannot know by itself."""
+
+    @property
+    def output(self) -> ByteReader:
+        """The command's stdout and stderr, interleaved."""
+        ...
+
+    @property
+    def control(self) -> ByteReader | None:
+        """The runner's stderr (its ``hermes-pgid``/``hermes-exit`` reports)."""
+        ...
+
+    async def send(self, script: bytes) -> None:
+        """Give the runner the command script and end its stdin."""
+        ...
+
+    async def failed_to_start(self, diagnostics: str) -> Exception:
+        """The error to raise when the runner never reported its process group
+        (``diagnostics``: what it wrote besides its reports)."""
+        ...
+
+    async def exit_status(self, wait: float) -> int:
+        """The exit code when the runner ended without reporting the command's status
+        (it was killed, or its connection went away), waiting at most ``wait`` seconds.
+
+        Raises:
+            SandboxClosedError: if the status is lost with the connection.
+        """
+        ...
+
+    async def close(self) -> None:
+        """Release the runner process (it is ended if it still runs)."""
+        ...
+
+
+async def run_job(
+    job: Job,
+    script: bytes,
+    *,
+    timeout: float,
+    collector: OutputCollector,
+    on_group: Callable[[tuple[int, int]], None],
+    kill: Callable[[tuple[int, int] | None], Awaitable[object]],
+) -> ExecResult:
+    """Run one command through its runner ``job`` and return its result.
+
+    At ``timeout`` (exit code 124, ``timed_out``) and when the caller is cancelled (or
+    anything fails) while the command runs, ``kill(group)`` runs a kill script for the
+    command (``group`` is its ``(pgid, sid)``, None if never reported) before this
+    returns or raises. After the command's shell exited, output is read until it ends,
+    or none came for ``OUTPUT_IDLE`` seconds, for at most ``OUTPUT_GRACE`` seconds.
+    The job is closed in every case.
+
+    Raises:
+        Exception: ``job.failed_to_start(...)`` if the runner never reported its
+            process group; what ``job.exit_status`` raises; what ``job.send`` raises.
+    """
+    control = JobControl(on_group)
+    control_task = asyncio.ensure_future(control.consume(job.control))
+    pump = OutputPump(job.output, collector)
+
+    async def kill_command() -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(control.ready.wait()), GROUP_WAIT)
+        with contextlib.suppress(Exception):
+            await kill(control.group)
+
+    finished = False
+    try:
+        await job.send(script)
+        try:
+            async with asyncio.timeout(timeout):
+                await control.done.wait()
+        except TimeoutError:
+            await asyncio.shield(kill_command())
+            finished = True
+            return ExecResult(collector.text(), 124, True, collector.truncated)
+        finished = True
+        await pump.drain(OUTPUT_IDLE, OUTPUT_GRACE)
+        if control.group is None:
+            raise await job.failed_to_start(control.text())
+        code = control.exit_code
+        if code is None:
+            code = await job.exit_status(OUTPUT_GRACE)
+        return ExecResult(collector.text(), code, False, collector.truncated)
+    finally:
+        if not finished:
+            # Cancelled (or failed) while the command ran: its process tree must die.
+            await asyncio.shield(kill_command())
+        pump.stop()
+        control_task.cancel()
+        await asyncio.shield(job.close())

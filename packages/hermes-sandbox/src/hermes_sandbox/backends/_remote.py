@@ -27,15 +27,16 @@ import logging
 import posixpath
 import uuid
 from abc import abstractmethod
-from collections.abc import Iterable, Mapping
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from hermes_sandbox.backends.extra_options import check_extra
 from hermes_sandbox.base import Sandbox
 from hermes_sandbox.errors import SandboxError, SandboxStartError
 from hermes_sandbox.options import SandboxOptions
 from hermes_sandbox.output import OutputCollector
 from hermes_sandbox.result import ExecResult
 
+# ``check_extra`` lives in ``backends/extra_options.py``; it stays importable from here.
 __all__ = ["RemoteShellSandbox", "check_extra"]
 
 logger = logging.getLogger(__name__)
@@ -85,9 +86,11 @@ __hs_kill() {
 #: to a reader that keeps the first bytes in ``$p.head`` and the last in ``$p.tail``
 #: (counting the rest). The head is copied by ``dd bs=1``: it never reads past its count
 #: and writes every byte at once (``head -c`` would hold them in a stdio buffer). When
-#: the command's shell has exited, the runner waits a moment for the end of output; if a
-#: background job still holds the output, the reader is left draining it (so the job is
-#: not killed by SIGPIPE) and the output so far is reported. Nothing but the runner holds
+#: the command's shell has exited, the runner waits for the end of output: up to 10 s
+#: when nothing of the command's process group is left (the reader only has to catch
+#: up), 0.2 s when a background job of the command may still hold the output; the
+#: reader is then left draining it (so the job is not killed by SIGPIPE) and the output
+#: so far is reported. Nothing but the runner holds
 #: the runner's stdout (helpers redirect it before they open a FIFO, which blocks), so
 #: the provider's exec returns when the runner does.
 _RUNNER = (
@@ -125,8 +128,9 @@ i=0
 while [ -e "$p.timeout" ] && ! [ -e "$p.killed" ] && [ "$i" -lt 2000 ]; do
   read -r -t 0.005 -u 9; i=$((i + 1))
 done
+g=2000; [ -z "$(__hs_tree "$c")" ] || g=40
 i=0
-while kill -0 "$r" && [ "$i" -lt 40 ]; do read -r -t 0.005 -u 9; i=$((i + 1)); done
+while kill -0 "$r" && [ "$i" -lt "$g" ]; do read -r -t 0.005 -u 9; i=$((i + 1)); done
 kill -KILL -- "-$w"
 to=0; [ -e "$p.timeout" ] && to=1
 cat "$p.head"
@@ -172,21 +176,6 @@ done
 [ -z "$m" ] || { printf 'missing commands:%s\n' "$m"; exit 4; }
 printf 'TMPDIR=%s\n' "${TMPDIR:-/tmp}"
 """
-
-
-def check_extra(backend: str, extra: Mapping[str, Any], known: Iterable[str]) -> None:
-    """Reject backend options this backend does not know.
-
-    Raises:
-        ValueError: naming the unknown keys and the known ones.
-    """
-    allowed = set(known)
-    unknown = sorted(set(extra) - allowed)
-    if unknown:
-        raise ValueError(
-            f"{backend} backend: unknown option(s) {', '.join(unknown)}; "
-            f"known {backend} options: {', '.join(sorted(allowed))}"
-        )
 
 
 class RemoteShellSandbox(Sandbox):

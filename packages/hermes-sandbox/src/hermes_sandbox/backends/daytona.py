@@ -17,7 +17,8 @@ import os
 import shlex
 from typing import Any
 
-from hermes_sandbox.backends._remote import RemoteShellSandbox, check_extra
+from hermes_sandbox.backends._remote import RemoteShellSandbox
+from hermes_sandbox.backends.extra_options import check_extra
 from hermes_sandbox.errors import (
     BackendUnavailableError,
     SandboxClosedError,

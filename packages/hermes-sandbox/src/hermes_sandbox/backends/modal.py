@@ -20,7 +20,8 @@ from collections.abc import AsyncIterable
 from pathlib import Path
 from typing import Any
 
-from hermes_sandbox.backends._remote import RemoteShellSandbox, check_extra
+from hermes_sandbox.backends._remote import RemoteShellSandbox
+from hermes_sandbox.backends.extra_options import check_extra
 from hermes_sandbox.errors import (
     BackendUnavailableError,
     SandboxClosedError,

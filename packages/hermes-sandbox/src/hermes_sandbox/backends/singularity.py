@@ -37,16 +37,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hermes_sandbox.backends._jobs import (
-    _UNSAFE_NAME_CHARS,
     BOOT,
     OUTPUT_GRACE,
-    OUTPUT_IDLE,
-    JobControl,
-    OutputPump,
+    ByteReader,
+    JobLedger,
     check_env,
-    kill_all_script,
     kill_command_script,
+    run_job,
+    safe_name,
 )
+from hermes_sandbox.backends.extra_options import check_extra
 from hermes_sandbox.base import Sandbox
 from hermes_sandbox.errors import (
     BackendUnavailableError,
@@ -142,12 +142,7 @@ class SingularitySandbox(Sandbox):
     def __init__(self, options: SandboxOptions, *, task_id: str | None = None) -> None:
         super().__init__(options, task_id=task_id)
         extra = dict(options.extra)
-        unknown = sorted(set(extra) - OPTION_KEYS)
-        if unknown:
-            raise ValueError(
-                f"singularity backend: unknown option(s) {', '.join(map(repr, unknown))}; "
-                f"known: {', '.join(sorted(OPTION_KEYS))}"
-            )
+        check_extra("singularity", extra, OPTION_KEYS)
         wanted = extra.get("binary")
         if wanted is not None and not isinstance(wanted, (str, os.PathLike)):
             raise ValueError(f"singularity backend: binary must be a path, got {wanted!r}")
@@ -194,13 +189,11 @@ class SingularitySandbox(Sandbox):
         self._start_timeout = float(extra.get("start_timeout", 300.0))
         if self._start_timeout <= 0:
             raise ValueError("singularity backend: start_timeout must be positive")
-        safe_task = _UNSAFE_NAME_CHARS.sub("_", self.task_id)[:40] or "task"
+        safe_task = safe_name(self.task_id, 40)
         self.instance_name = f"hermes-{safe_task}-{uuid.uuid4().hex[:8]}"
         self.host_dir: str | None = None
         self._instance_started = False
-        self._groups: set[tuple[int, int]] = set()
-        self._mark = uuid.uuid4().hex
-        self._runs = 0
+        self._jobs = JobLedger()
 
     @property
     def instance(self) -> str:
@@ -279,7 +272,7 @@ class SingularitySandbox(Sandbox):
 
     async def _teardown(self) -> None:
         if self._instance_started:
-            script = kill_all_script(self._groups, self._mark, ran=self._runs > 0)
+            script = self._jobs.kill_all_script()
             script += f"rm -rf -- {shlex.quote(self._state_dir)}"
             with contextlib.suppress(Exception):
                 await self._exec_bash(script, timeout=HOUSEKEEPING_TIMEOUT)
@@ -291,7 +284,7 @@ class SingularitySandbox(Sandbox):
             except Exception as exc:
                 _log.warning("singularity: `%s` failed: %s", _show(argv), exc)
             self._instance_started = False
-            self._groups.clear()
+            self._jobs.forget()
         host_dir, self.host_dir = self.host_dir, None
         if host_dir is not None:
             try:
@@ -313,8 +306,7 @@ class SingularitySandbox(Sandbox):
 
     async def _run(self, script: str, *, timeout: float) -> ExecResult:
         collector = OutputCollector(self.options.max_output_chars)
-        self._runs += 1
-        marker = f"{self._mark}.{self._runs}"
+        marker = self._jobs.next_marker()
         # The output pipe is ours, not asyncio's: a background job may hold it open long
         # after the CLI exited, and asyncio's wait() would wait for it.
         read_fd, write_fd = os.pipe()
@@ -337,60 +329,19 @@ class SingularitySandbox(Sandbox):
             read_end.close()
             await asyncio.shield(_reap(process))
             raise
-        assert process.stdin is not None
-        control = JobControl(self._groups.add)
-        control_task = asyncio.ensure_future(control.consume(process.stderr))
-        pump = OutputPump(output, collector)
-        finished = False
-        try:
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                process.stdin.write(self._script_with_env(script))
-                await process.stdin.drain()
-                process.stdin.close()
-            try:
-                async with asyncio.timeout(timeout):
-                    await control.done.wait()
-            except TimeoutError:
-                await asyncio.shield(self._kill(control, marker))
-                finished = True
-                return ExecResult(collector.text(), 124, True, collector.truncated)
-            finished = True
-            await pump.drain(OUTPUT_IDLE, OUTPUT_GRACE)
-            if control.group is None:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(process.wait(), OUTPUT_GRACE)
-                message = control.text() or f"exit {_exit_code(process.returncode)}"
-                if "no instance found" in message.lower():
-                    raise SandboxClosedError(
-                        f"singularity: instance {self.instance_name} is gone: {message}"
-                    )
-                raise SandboxError(
-                    f"singularity: could not run bash in instance {self.instance_name}: {message}"
-                )
-            code = control.exit_code
-            if code is None:
-                # The runner did not report its status: it was killed from outside.
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(process.wait(), OUTPUT_GRACE)
-                code = _exit_code(process.returncode)
-            return ExecResult(collector.text(), code, False, collector.truncated)
-        finally:
-            if not finished:
-                # Cancelled (or failed) while the command ran: its process tree must die.
-                await asyncio.shield(self._kill(control, marker))
-            pump.stop()
-            pipe.close()
-            control_task.cancel()
-            await asyncio.shield(_reap(process))
 
-    async def _kill(self, control: JobControl, marker: str) -> None:
-        """Kill the command's process group, then every process carrying its marker
-        (inside the instance)."""
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(control.ready.wait()), 5)
-        script = kill_command_script(control.group, marker)
-        with contextlib.suppress(Exception):
-            await self._exec_bash(script, timeout=HOUSEKEEPING_TIMEOUT)
+        async def kill(group: tuple[int, int] | None) -> object:
+            script = kill_command_script(group, marker)
+            return await self._exec_bash(script, timeout=HOUSEKEEPING_TIMEOUT)
+
+        return await run_job(
+            _CliJob(self.instance_name, process, output, pipe),
+            self._script_with_env(script),
+            timeout=timeout,
+            collector=collector,
+            on_group=self._jobs.groups.add,
+            kill=kill,
+        )
 
     async def _exec_bash(
         self, script: str, *args: str, stdin: bytes | None = None, timeout: float
@@ -472,6 +423,59 @@ class SingularitySandbox(Sandbox):
         if rc != 0:
             raise SandboxError(f"singularity: could not archive {remote_dir}: {_text(err)}")
         return out
+
+
+class _CliJob:
+    """One command's runner, an ``apptainer exec`` process, as ``run_job`` drives it."""
+
+    def __init__(
+        self,
+        instance_name: str,
+        process: asyncio.subprocess.Process,
+        output: asyncio.StreamReader,
+        pipe: asyncio.ReadTransport,
+    ) -> None:
+        self._instance_name = instance_name
+        self._process = process
+        self._output = output
+        self._pipe = pipe
+
+    @property
+    def output(self) -> ByteReader:
+        return self._output
+
+    @property
+    def control(self) -> ByteReader | None:
+        return self._process.stderr
+
+    async def send(self, script: bytes) -> None:
+        stdin = self._process.stdin
+        assert stdin is not None
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            stdin.write(script)
+            await stdin.drain()
+            stdin.close()
+
+    async def failed_to_start(self, diagnostics: str) -> Exception:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._process.wait(), OUTPUT_GRACE)
+        message = diagnostics or f"exit {_exit_code(self._process.returncode)}"
+        if "no instance found" in message.lower():
+            return SandboxClosedError(
+                f"singularity: instance {self._instance_name} is gone: {message}"
+            )
+        return SandboxError(
+            f"singularity: could not run bash in instance {self._instance_name}: {message}"
+        )
+
+    async def exit_status(self, wait: float) -> int:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._process.wait(), wait)
+        return _exit_code(self._process.returncode)
+
+    async def close(self) -> None:
+        self._pipe.close()
+        await _reap(self._process)
 
 
 async def _reap(process: asyncio.subprocess.Process) -> None:

@@ -44,16 +44,15 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from hermes_sandbox.backends._jobs import (
-    _UNSAFE_NAME_CHARS,
     BOOT,
-    OUTPUT_GRACE,
-    OUTPUT_IDLE,
-    JobControl,
-    OutputPump,
+    ByteReader,
+    JobLedger,
     check_env,
-    kill_all_script,
     kill_command_script,
+    run_job,
+    safe_name,
 )
+from hermes_sandbox.backends.extra_options import check_extra
 from hermes_sandbox.base import Sandbox
 from hermes_sandbox.errors import (
     BackendUnavailableError,
@@ -154,12 +153,7 @@ class SSHSandbox(Sandbox):
             )
         super().__init__(options, task_id=task_id)
         extra = dict(options.extra)
-        unknown = sorted(set(extra) - OPTION_KEYS)
-        if unknown:
-            raise ValueError(
-                f"ssh backend: unknown option(s) {', '.join(map(repr, unknown))}; "
-                f"known: {', '.join(sorted(OPTION_KEYS))}"
-            )
+        check_extra("ssh", extra, OPTION_KEYS)
         limits = [n for n in ("cpus", "memory_mb", "pids_limit") if getattr(options, n)]
         if limits:
             raise ValueError(
@@ -184,7 +178,7 @@ class SSHSandbox(Sandbox):
         base_dir = str(extra.get("base_dir") or f"/tmp/hermes-sandbox-{self.username}")
         if not posixpath.isabs(base_dir):
             raise ValueError(f"ssh backend: base_dir must be an absolute path, got {base_dir!r}")
-        safe_task = _UNSAFE_NAME_CHARS.sub("_", self.task_id)[:48] or "task"
+        safe_task = safe_name(self.task_id, 48)
         self.base_dir = posixpath.normpath(base_dir)
         self.root_dir = posixpath.join(self.base_dir, f"{safe_task}-{uuid.uuid4().hex[:8]}")
         if options.workdir is None:
@@ -192,9 +186,7 @@ class SSHSandbox(Sandbox):
         self._conn: SSHClientConnection | None = None
         self._sftp: SFTPClient | None = None
         self._sftp_lock = asyncio.Lock()
-        self._groups: set[tuple[int, int]] = set()
-        self._mark = uuid.uuid4().hex
-        self._runs = 0
+        self._jobs = JobLedger()
 
     @property
     def target(self) -> str:
@@ -329,7 +321,7 @@ class SSHSandbox(Sandbox):
                 return
             # The connection died: reconnect once to clean up what the sandbox left.
             self._conn = await asyncio.wait_for(self._connect(), RECONNECT_TIMEOUT)
-        script = kill_all_script(self._groups, self._mark, ran=self._runs > 0)
+        script = self._jobs.kill_all_script()
         script += (
             f"rm -rf -- {shlex.quote(self.root_dir)} {shlex.quote(self._state_dir)} "
             f"{shlex.quote(self._state_dir)}.*\n"
@@ -337,7 +329,7 @@ class SSHSandbox(Sandbox):
         rc, out, err = await self._pipe(script, timeout=HOUSEKEEPING_TIMEOUT)
         if rc != 0:
             raise SandboxError((out + err).decode(errors="replace").strip() or f"exit {rc}")
-        self._groups.clear()
+        self._jobs.forget()
 
     async def _disconnect(self) -> None:
         sftp, self._sftp = self._sftp, None
@@ -367,63 +359,28 @@ class SSHSandbox(Sandbox):
     async def _run(self, script: str, *, timeout: float) -> ExecResult:
         conn = self._live_connection()
         collector = OutputCollector(self.options.max_output_chars)
-        self._runs += 1
-        marker = f"{self._mark}.{self._runs}"
+        marker = self._jobs.next_marker()
         try:
             process = await conn.create_process(self._runner_command(marker), encoding=None)
         except (asyncssh.Error, OSError) as exc:
             raise self._lost(exc) from exc
-        control = JobControl(self._groups.add)
-        control_task = asyncio.ensure_future(control.consume(process.stderr))
-        pump = OutputPump(process.stdout, collector)
-        finished = False
+
+        async def kill(group: tuple[int, int] | None) -> object:
+            return await self._pipe(
+                kill_command_script(group, marker), timeout=HOUSEKEEPING_TIMEOUT
+            )
+
         try:
-            process.stdin.write(self._script_with_env(script))
-            process.stdin.write_eof()
-            try:
-                async with asyncio.timeout(timeout):
-                    await control.done.wait()
-            except TimeoutError:
-                await asyncio.shield(self._kill(control, marker))
-                finished = True
-                return ExecResult(collector.text(), 124, True, collector.truncated)
-            finished = True
-            await pump.drain(OUTPUT_IDLE, OUTPUT_GRACE)
-            if control.group is None:
-                if conn.is_closed():
-                    raise SandboxClosedError(f"ssh: the connection to {self.target} was lost")
-                raise SandboxError(
-                    f"ssh: could not start bash on {self.target}: {control.text() or 'no output'}"
-                )
-            code = control.exit_code
-            if code is None:
-                # The runner did not report: it was killed, or the connection went away.
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(process.wait_closed(), OUTPUT_GRACE)
-                code = _exit_code(process)
-            if code is None:
-                raise SandboxClosedError(
-                    f"ssh: the connection to {self.target} was lost while the command ran"
-                )
-            return ExecResult(collector.text(), code, False, collector.truncated)
+            return await run_job(
+                _ChannelJob(self, conn, process),
+                self._script_with_env(script),
+                timeout=timeout,
+                collector=collector,
+                on_group=self._jobs.groups.add,
+                kill=kill,
+            )
         except (asyncssh.Error, OSError) as exc:
             raise self._lost(exc) from exc
-        finally:
-            if not finished:
-                # Cancelled (or failed) while the command ran: its process tree must die.
-                await asyncio.shield(self._kill(control, marker))
-            pump.stop()
-            control_task.cancel()
-            process.close()
-
-    async def _kill(self, control: JobControl, marker: str) -> None:
-        """Kill the command's process group, then every process carrying its marker
-        (through a second channel)."""
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(control.ready.wait()), 5)
-        script = kill_command_script(control.group, marker)
-        with contextlib.suppress(Exception):
-            await self._pipe(script, timeout=HOUSEKEEPING_TIMEOUT)
 
     def _live_connection(self) -> SSHClientConnection:
         conn = self._conn
@@ -541,6 +498,48 @@ class SSHSandbox(Sandbox):
             detail = err.decode(errors="replace").strip()
             raise SandboxError(f"ssh: could not archive {remote_dir}: {detail}")
         return out
+
+
+class _ChannelJob:
+    """One command's runner on an ssh channel, as ``run_job`` drives it."""
+
+    def __init__(
+        self, sandbox: SSHSandbox, conn: SSHClientConnection, process: SSHClientProcess[bytes]
+    ) -> None:
+        self._sandbox = sandbox
+        self._conn = conn
+        self._process = process
+
+    @property
+    def output(self) -> ByteReader:
+        return self._process.stdout
+
+    @property
+    def control(self) -> ByteReader | None:
+        return self._process.stderr
+
+    async def send(self, script: bytes) -> None:
+        self._process.stdin.write(script)
+        self._process.stdin.write_eof()
+
+    async def failed_to_start(self, diagnostics: str) -> Exception:
+        target = self._sandbox.target
+        if self._conn.is_closed():
+            return SandboxClosedError(f"ssh: the connection to {target} was lost")
+        return SandboxError(f"ssh: could not start bash on {target}: {diagnostics or 'no output'}")
+
+    async def exit_status(self, wait: float) -> int:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._process.wait_closed(), wait)
+        code = _exit_code(self._process)
+        if code is None:
+            raise SandboxClosedError(
+                f"ssh: the connection to {self._sandbox.target} was lost while the command ran"
+            )
+        return code
+
+    async def close(self) -> None:
+        self._process.close()
 
 
 def _exit_code(process: SSHClientProcess[bytes]) -> int | None:

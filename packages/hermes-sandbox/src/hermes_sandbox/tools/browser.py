@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, Self
 
+from hermes_sandbox.errors import BrowserPageError, BrowserUnavailableError
 from hermes_sandbox.teardown import finish
 from hermes_sandbox.tools.loopthread import LoopThread
 from hermes_sandbox.tools.spec import SandboxTool
@@ -47,14 +48,6 @@ CHROMIUM_FLAGS: tuple[str, ...] = (
     "--no-first-run",
 )
 _INSTALL_HINT = "install it with `apt-get install chromium` (Debian) or pass executable_path=..."
-
-
-class BrowserUnavailableError(RuntimeError):
-    """Chromium or Playwright is missing, the browser would not start, or it was closed."""
-
-
-class BrowserPageError(RuntimeError):
-    """A page could not be opened or read (bad URL, network error, timeout, no page)."""
 
 
 def browser_unavailable(executable_path: str = DEFAULT_CHROMIUM) -> str | None:
@@ -113,7 +106,9 @@ class ChromiumBrowser:
     def _runner(self) -> LoopThread:
         with self._thread_lock:
             if self._closed:
-                raise BrowserUnavailableError("this ChromiumBrowser was closed; make a new one")
+                raise BrowserUnavailableError(
+                    "this ChromiumBrowser was closed; make a new one", kind="closed"
+                )
             if self._thread is None:
                 self._thread = LoopThread("hermes-browser")
             return self._thread
@@ -188,7 +183,7 @@ class ChromiumBrowser:
                 await self._stop_playwright()
             reason = browser_unavailable(self.executable_path)
             if reason is not None:
-                raise BrowserUnavailableError(reason)
+                raise BrowserUnavailableError(reason, kind="not_installed")
             from playwright.async_api import async_playwright
 
             playwright = await async_playwright().start()
@@ -202,7 +197,8 @@ class ChromiumBrowser:
             except Exception as exc:
                 await playwright.stop()
                 raise BrowserUnavailableError(
-                    f"could not start Chromium at {self.executable_path}: {_first_line(exc)}"
+                    f"could not start Chromium at {self.executable_path}: {_first_line(exc)}",
+                    kind="launch_failed",
                 ) from exc
             self._playwright = playwright
             return self._browser
@@ -233,7 +229,9 @@ class ChromiumBrowser:
             response = await page.goto(checked, wait_until="load", timeout=self.timeout * 1000)
         except Exception as exc:
             if type(exc).__module__.startswith("playwright"):
-                raise BrowserPageError(f"could not open {checked}: {_first_line(exc)}") from exc
+                raise BrowserPageError(
+                    f"could not open {checked}: {_first_line(exc)}", kind="navigation"
+                ) from exc
             raise
         return {
             "url": page.url,
@@ -244,7 +242,9 @@ class ChromiumBrowser:
     async def _snapshot(self, task_id: str) -> dict[str, Any]:
         page = await self._page(task_id, create=False)
         if page is None or page.url == "about:blank":
-            raise BrowserPageError("no page is open for this task; call browser_navigate first")
+            raise BrowserPageError(
+                "no page is open for this task; call browser_navigate first", kind="no_page"
+            )
         try:
             text = await page.locator("body").aria_snapshot(timeout=self.timeout * 1000)
         except Exception as exc:
@@ -254,7 +254,8 @@ class ChromiumBrowser:
                 text = html_to_text(await page.content(), page.url)[1]
             except Exception as inner:
                 raise BrowserPageError(
-                    f"could not read the page {page.url}: {_first_line(inner)}"
+                    f"could not read the page {page.url}: {_first_line(inner)}",
+                    kind="snapshot",
                 ) from inner
         if len(text) > self.max_snapshot_chars:
             cut = len(text) - self.max_snapshot_chars
