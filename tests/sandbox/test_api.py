@@ -115,10 +115,8 @@ def test_web_module_keeps_its_public_names() -> None:
 
 
 def test_one_check_of_backend_options_for_every_backend() -> None:
-    from hermes_sandbox.backends import _remote
     from hermes_sandbox.backends.extra_options import check_extra
 
-    assert _remote.check_extra is check_extra  # the old import path keeps working
     check_extra("toy", {"a": 1}, ["a", "b"])
     with pytest.raises(ValueError, match=r"^toy backend: unknown option\(s\) 'c', 'd'; "):
         check_extra("toy", {"a": 1, "d": 2, "c": 3}, ["a", "b"])

@@ -461,14 +461,20 @@ def test_image_builder_cli(setup: DockerSetup, capsys: pytest.CaptureFixture[str
     assert BUSYBOX_IMAGE in capsys.readouterr().out
 
 
-@pytest.mark.parametrize(
-    "module", ["hermes_sandbox.backends.docker", "hermes_sandbox.backends.docker_image"]
-)
-def test_image_builder_runs_as_a_module(setup: DockerSetup, module: str) -> None:
-    """The command line runs with ``python -m`` from its home and its old path, without
+def test_image_builder_runs_as_a_module(setup: DockerSetup) -> None:
+    """The command line runs with ``python -m hermes_sandbox.backends.docker``, without
     the warning ``-m`` gives for a module its package already imported."""
     done = subprocess.run(
-        [sys.executable, "-W", "error", "-m", module, "exists", "--kind", "busybox"],
+        [
+            sys.executable,
+            "-W",
+            "error",
+            "-m",
+            "hermes_sandbox.backends.docker",
+            "exists",
+            "--kind",
+            "busybox",
+        ],
         capture_output=True,
         text=True,
         timeout=120,
@@ -476,16 +482,6 @@ def test_image_builder_runs_as_a_module(setup: DockerSetup, module: str) -> None
     )
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
-
-
-def test_old_import_paths_name_the_same_objects() -> None:
-    from hermes_sandbox.backends import docker, docker_image, docker_pool
-    from hermes_sandbox.backends.docker import image, pool
-
-    assert docker_pool.DockerWarmPool is pool.DockerWarmPool is docker.DockerWarmPool
-    assert docker_image.ImageBuildError is image.ImageBuildError is docker.ImageBuildError
-    assert docker_image.build_image is image.build_image
-    assert docker_image.main is docker.cli.main
 
 
 async def test_busybox_image_runs_the_shell_session(setup: DockerSetup) -> None:

@@ -29,15 +29,13 @@ import uuid
 from abc import abstractmethod
 from typing import ClassVar
 
-from hermes_sandbox.backends.extra_options import check_extra
 from hermes_sandbox.base import Sandbox
 from hermes_sandbox.errors import SandboxError, SandboxStartError
 from hermes_sandbox.options import SandboxOptions
 from hermes_sandbox.output import OutputCollector
 from hermes_sandbox.result import ExecResult
 
-# ``check_extra`` lives in ``backends/extra_options.py``; it stays importable from here.
-__all__ = ["RemoteShellSandbox", "check_extra"]
+__all__ = ["RemoteShellSandbox"]
 
 logger = logging.getLogger(__name__)
 

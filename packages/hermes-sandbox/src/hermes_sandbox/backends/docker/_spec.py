@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from hermes_sandbox.backends._remote import check_extra
 from hermes_sandbox.backends.docker.image import DEFAULT_IMAGE
+from hermes_sandbox.backends.extra_options import check_extra
 from hermes_sandbox.options import SandboxOptions
 
 __all__ = ["DEFAULT_CPUS", "DEFAULT_PIDS_LIMIT", "EXTRA_KEYS", "MIN_CPUS", "ContainerSpec"]
