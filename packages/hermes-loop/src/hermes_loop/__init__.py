@@ -1,16 +1,16 @@
-"""hermes-loop: a multi-turn tool-calling agent loop over any OpenAI-compatible endpoint."""
+"""hermes-loop: a multi-turn tool-calling agent loop over any OpenAI-compatible endpoint.
+
+``OpenAIChatServer`` and ``GenerateChatServer`` are imported on first use (they pull in
+``openai``, about a second of start-up that the model server's command line never needs).
+"""
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from hermes_loop.dispatch import ToolOutcome, ToolRunner
-from hermes_loop.endpoints import (
-    ChatServer,
-    ChatSession,
-    GenerateChatServer,
-    ModelTurn,
-    OpenAIChatServer,
-    SamplingParams,
-)
+from hermes_loop.endpoints.base import ChatServer, ChatSession, ModelTurn, SamplingParams
 from hermes_loop.errors import (
     EndpointError,
     HermesLoopError,
@@ -23,6 +23,10 @@ from hermes_loop.loop import AgentLoop, HermesAgentLoop
 from hermes_loop.result import AgentResult, InfraError, ToolError
 from hermes_loop.tools import Tool, ToolInvocation
 from hermes_loop.toolsets import ToolRegistry, ToolSet, UnknownToolsetError
+
+if TYPE_CHECKING:
+    from hermes_loop.endpoints.generate import GenerateChatServer
+    from hermes_loop.endpoints.openai_chat import OpenAIChatServer
 
 __version__ = "0.1.0"
 
@@ -53,3 +57,16 @@ __all__ = [
     "UnknownToolsetError",
     "__version__",
 ]
+
+#: Names imported on first access, and the module that holds each.
+_LAZY = {
+    "GenerateChatServer": "hermes_loop.endpoints.generate",
+    "OpenAIChatServer": "hermes_loop.endpoints.openai_chat",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -1,4 +1,14 @@
-"""Model endpoints the loop can drive: Phase 1 (chat) and Phase 2 (raw generation)."""
+"""Model endpoints the loop can drive: Phase 1 (chat) and Phase 2 (raw generation).
+
+The two endpoint classes are imported on first use: they pull in the ``openai`` package
+(about a second of start-up), which code that needs only the shared types — the model
+server's command line, for one — never pays for.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from hermes_loop.endpoints.base import (
     ChatServer,
@@ -7,8 +17,10 @@ from hermes_loop.endpoints.base import (
     ModelTurn,
     SamplingParams,
 )
-from hermes_loop.endpoints.generate import GenerateChatServer
-from hermes_loop.endpoints.openai_chat import OpenAIChatServer
+
+if TYPE_CHECKING:
+    from hermes_loop.endpoints.generate import GenerateChatServer
+    from hermes_loop.endpoints.openai_chat import OpenAIChatServer
 
 __all__ = [
     "ChatServer",
@@ -19,3 +31,16 @@ __all__ = [
     "OpenAIChatServer",
     "SamplingParams",
 ]
+
+#: Names imported on first access, and the module that holds each.
+_LAZY = {
+    "GenerateChatServer": "hermes_loop.endpoints.generate",
+    "OpenAIChatServer": "hermes_loop.endpoints.openai_chat",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -1,0 +1,42 @@
+"""The endpoint classes load ``openai`` on first use, not on ``import hermes_loop``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+PROBE = (
+    "import sys, {module}\n"
+    "print('openai' in sys.modules)\n"
+    "from hermes_loop import OpenAIChatServer, GenerateChatServer\n"
+    "from hermes_loop.endpoints import OpenAIChatServer as O2\n"
+    "assert OpenAIChatServer is O2\n"
+    "print('openai' in sys.modules)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "module", ["hermes_loop", "hermes_loop.server.cli", "hermes_loop.endpoints"]
+)
+def test_openai_is_imported_only_when_an_endpoint_is_used(module: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.format(module=module)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True"]
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    import hermes_loop
+    import hermes_loop.endpoints
+
+    with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
+        _ = hermes_loop.Nope  # type: ignore[attr-defined]
+    with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
+        _ = hermes_loop.endpoints.Nope  # type: ignore[attr-defined]
