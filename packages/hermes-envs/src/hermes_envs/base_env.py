@@ -37,6 +37,7 @@ import jsonlines
 import openai
 from atroposlib.envs.base import BaseEnv, ScoredDataGroup
 from atroposlib.envs.server_handling.server_manager import APIServerConfig, ServerBaseline
+from atroposlib.frontend.jsonl2html import generate_html
 
 from hermes_envs.config import AGENT_TOOLSETS, HermesAgentEnvConfig
 from hermes_envs.rollout import RolloutOutcome, run_rollout
@@ -510,6 +511,9 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
                 await asyncio.gather(*running, return_exceptions=True)
         finally:
             await self.close()
+        path = self.config.data_path_to_save_groups
+        if path is not None and self.stats.groups_done:
+            generate_html(path)  # Atropos' viewer page, <same name>.html
 
     async def env_manager(self) -> None:
         """``serve``: Atropos' loop, then every sandbox and thread closed."""
