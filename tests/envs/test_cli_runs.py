@@ -47,6 +47,19 @@ def _run(
     )
 
 
+def _terminal_test(
+    tmp_path: Path, *args: str, timeout: float = 240
+) -> subprocess.CompletedProcess[str]:
+    """Run TerminalTestEnv's command line from a script file in ``tmp_path``."""
+    return _run(_runner(tmp_path), *args, cwd=tmp_path, timeout=timeout)
+
+
+def _runner(tmp_path: Path) -> Path:
+    script = tmp_path / "terminal_test_env.py"
+    script.write_text(RUNNER)
+    return script
+
+
 @pytest.fixture(scope="module")
 def oracle_url() -> Iterator[str]:
     with ModelServerThread(Policy(terminal_test_oracle)) as model:
@@ -58,11 +71,9 @@ def _lines(path: Path) -> list[dict]:
 
 
 def test_process_writes_every_group_line_by_line(tmp_path: Path, oracle_url: str) -> None:
-    script = tmp_path / "terminal_test_env.py"
-    script.write_text(RUNNER)
     out = tmp_path / "groups.jsonl"
-    done = _run(
-        script,
+    done = _terminal_test(
+        tmp_path,
         "process",
         "--openai.base_url",
         oracle_url,
@@ -72,7 +83,6 @@ def test_process_writes_every_group_line_by_line(tmp_path: Path, oracle_url: str
         str(len(TASKS)),
         "--env.group_size",
         "2",
-        cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"writing scored groups to {out}" in done.stdout
@@ -98,17 +108,14 @@ def test_process_writes_every_group_line_by_line(tmp_path: Path, oracle_url: str
 
 
 def test_evaluate_writes_metrics_and_samples(tmp_path: Path, oracle_url: str) -> None:
-    script = tmp_path / "terminal_test_env.py"
-    script.write_text(RUNNER)
     where = tmp_path / "eval"
-    done = _run(
-        script,
+    done = _terminal_test(
+        tmp_path,
         "evaluate",
         "--openai.base_url",
         oracle_url,
         "--env.data_dir_to_save_evals",
         str(where),
-        cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"results in {where}" in done.stdout
@@ -130,16 +137,13 @@ def test_evaluate_writes_metrics_and_samples(tmp_path: Path, oracle_url: str) ->
 
 
 def test_an_unreachable_tokenizer_names_the_option(tmp_path: Path) -> None:
-    script = tmp_path / "terminal_test_env.py"
-    script.write_text(RUNNER)
-    done = _run(
-        script,
+    done = _terminal_test(
+        tmp_path,
         "process",
         "--env.tokenizer_name",
         "no-such-org/no-such-tokenizer",
         "--openai.base_url",
         "http://127.0.0.1:9/v1",
-        cwd=tmp_path,
         timeout=120,
     )
     assert done.returncode == 1
@@ -258,7 +262,10 @@ def test_the_reference_example_runs_as_written(tmp_path: Path) -> None:
             assert any(m != -100 for m in masks)
 
 
-def test_sigterm_stops_cleanly_keeping_every_written_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("stop", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_stop_signal_ends_cleanly_keeping_every_written_line(
+    tmp_path: Path, stop: signal.Signals, status: int
+) -> None:
     slow_after = 2  # groups answered at full speed, then the model hangs
 
     answered: list[int] = []
@@ -271,8 +278,7 @@ def test_sigterm_stops_cleanly_keeping_every_written_line(tmp_path: Path) -> Non
                 release.wait(120)
         return terminal_test_oracle(request)
 
-    script = tmp_path / "terminal_test_env.py"
-    script.write_text(RUNNER)
+    script = _runner(tmp_path)
     out = tmp_path / "groups.jsonl"
     with ModelServerThread(Policy(model)) as server:
         child = subprocess.Popen(
@@ -307,14 +313,14 @@ def test_sigterm_stops_cleanly_keeping_every_written_line(tmp_path: Path) -> Non
             while time.monotonic() < deadline and not list(TMP.glob(pattern)):
                 time.sleep(0.1)
             assert list(TMP.glob(pattern)), "the next group's sandboxes never opened"
-            child.send_signal(signal.SIGTERM)
+            child.send_signal(stop)
             stdout, stderr = child.communicate(timeout=60)
         finally:
             release.set()
             if child.poll() is None:
                 child.kill()
                 child.wait()
-    assert child.returncode == 143, stderr[-3000:]
+    assert child.returncode == status, stderr[-3000:]
     assert f"stopped; kept {slow_after} group(s) to {out}" in stdout
     groups = _lines(out)  # every line parses: none was cut
     assert len(groups) == slow_after

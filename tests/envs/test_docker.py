@@ -43,3 +43,23 @@ async def test_the_oracle_scores_one_and_a_wrong_model_zero_in_docker(setup: Doc
             assert group["scores"] == [0.0]
         finally:
             await env.close()
+
+
+async def test_a_sandbox_that_will_not_start_is_an_infra_failure(setup: DockerSetup) -> None:
+    config = env_config(
+        group_size=1,
+        infra_retries=1,
+        terminal_backend="docker",
+        sandbox_options={"image": "hermes-envs-test-no-such-image:absent"},
+    )
+    async with ModelServer(Policy(terminal_test_oracle)) as model:
+        env = TerminalTestEnv(config, [server(model.base_url)])
+        try:
+            item = dict(TASKS[0])
+            group, backlog = await env.collect_trajectories(item)
+            assert group is None
+            assert backlog == [item]
+            assert env.stats.failures_by_stage == {"sandbox_start": 2}
+            assert env.stats.rollouts_done == 0
+        finally:
+            await env.close()

@@ -73,23 +73,24 @@ async def test_a_wrong_model_scores_zero_on_every_task() -> None:
             await env.close()
 
 
+class Recording(TerminalTestEnv):
+    """Keeps every result its reward saw."""
+
+    async def compute_reward(self, item: Any, result: AgentResult, ctx: ToolContext) -> float:
+        self.seen = [*getattr(self, "seen", []), result]
+        return await super().compute_reward(item, result, ctx)
+
+
 async def test_phase2_sends_the_exact_tokens_and_logprobs_of_the_rollout(
     oracle: ModelServer,
 ) -> None:
-    env = TerminalTestEnv(env_config(group_size=2), [server(oracle.url, "vllm")])
-    seen: list[AgentResult] = []
-
-    async def reward(item: Any, result: AgentResult, ctx: ToolContext) -> float:
-        seen.append(result)
-        return await TerminalTestEnv.compute_reward(env, item, result, ctx)
-
-    env.compute_reward = reward  # type: ignore[method-assign]
+    env = Recording(env_config(group_size=2), [server(oracle.url, "vllm")])
     try:
         group, _ = await env.collect_trajectories(dict(TASKS[1]))
         assert group is not None
         _check_group(dict(group), 2)
         assert group["scores"] == [1.0, 1.0]
-        nodes = {tuple(r.managed_state["nodes"][-1]["tokens"]): r for r in seen}  # type: ignore[index]
+        nodes = {tuple(r.managed_state["nodes"][-1]["tokens"]): r for r in env.seen}  # type: ignore[index]
         for tokens, masks, logprobs in zip(
             group["tokens"], group["masks"], group["inference_logprobs"], strict=True
         ):
