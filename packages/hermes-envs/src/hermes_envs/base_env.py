@@ -1,0 +1,621 @@
+"""``HermesAgentBaseEnv``: Atropos' ``BaseEnv`` with an agent loop, sandboxes and rewards.
+
+A subclass implements ``setup``, ``get_next_item``, ``format_prompt``,
+``compute_reward(item, result, ctx)`` and ``evaluate``; the base class does the rest:
+
+- per group, the tools are resolved once, seeded by the item (a group is reproducible);
+- per rollout, one sandbox for its task id from the env's one ``SandboxPool``, the
+  ``AgentLoop``, ``compute_reward`` with a ``ToolContext`` on that same sandbox, then the
+  sandbox is closed;
+- the group becomes Atropos scored data: tokens, masks, scores, messages (and inference
+  logprobs in Phase 2);
+- a rollout lost to infrastructure (sandbox, model endpoint, reward code) is retried up
+  to ``infra_retries`` times and never scored; a group with fewer than
+  ``min_rollouts_per_group`` good rollouts goes back to the queue.
+
+Where Atropos' behaviour does not suit (wandb forced on in ``process``, the group file
+written unflushed, a ``ServerManager`` built for inference we do not route through it),
+this class overrides Atropos' documented hooks; each place says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import itertools
+import json
+import logging
+import uuid
+from abc import abstractmethod
+from collections import deque
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import jsonlines
+import openai
+from atroposlib.envs.base import BaseEnv, ScoredDataGroup
+from atroposlib.envs.server_handling.server_manager import APIServerConfig, ServerBaseline
+from atroposlib.frontend.jsonl2html import generate_html
+
+from hermes_envs.config import AGENT_TOOLSETS, HermesAgentEnvConfig
+from hermes_envs.rollout import RolloutOutcome, run_rollout
+from hermes_envs.scoring.tokens import TokenizedRollout, chat_template_tokens, managed_tokens
+from hermes_envs.tokenizer import (
+    TokenizerLoadError,
+    TransformersTokenizer,
+    chat_template_renderer,
+)
+from hermes_loop import (
+    AgentLoop,
+    AgentResult,
+    ChatServer,
+    GenerateChatServer,
+    OpenAIChatServer,
+    Tool,
+    ToolRegistry,
+    ToolSet,
+)
+from hermes_sandbox import SandboxPool, ToolContext, sandbox_tools
+
+__all__ = ["HermesAgentBaseEnv", "RunStats"]
+
+logger = logging.getLogger(__name__)
+
+#: ``openai.server_type`` values and the phase each one runs in.
+PHASES = {"openai": 1, "vllm": 2}
+
+
+@dataclass(slots=True)
+class RunStats:
+    """Counters of a run, shown by the progress display and logged as metrics."""
+
+    groups_done: int = 0
+    rollouts_done: int = 0
+    infra_failures: int = 0
+    groups_requeued: int = 0
+    groups_dropped: int = 0
+    token_drift: int = 0
+    failures_by_stage: dict[str, int] = field(default_factory=dict)
+
+    def as_metrics(self, prefix: str = "train") -> dict[str, float]:
+        """The counters as ``{prefix}/name`` metrics."""
+        metrics = {
+            f"{prefix}/groups_done": float(self.groups_done),
+            f"{prefix}/rollouts_done": float(self.rollouts_done),
+            f"{prefix}/infra_failures": float(self.infra_failures),
+            f"{prefix}/groups_requeued": float(self.groups_requeued),
+            f"{prefix}/token_drift": float(self.token_drift),
+        }
+        for stage, count in self.failures_by_stage.items():
+            metrics[f"{prefix}/infra_failures_{stage}"] = float(count)
+        return metrics
+
+
+class ProgressReporter(Protocol):
+    """Told whenever the run's counters change (the CLI's progress display)."""
+
+    def update(self, stats: RunStats) -> None:
+        """Show ``stats``."""
+        ...
+
+
+class _Silent:
+    def update(self, stats: RunStats) -> None:
+        return None
+
+
+@dataclass(slots=True)
+class _Pending:
+    item: Any
+    attempts: int = 0
+
+
+def item_seed(item: Any) -> str:
+    """A stable seed for ``item`` (same item, same tools, across processes)."""
+    text = json.dumps(item, sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _construction_safe(config: APIServerConfig) -> APIServerConfig:
+    # Atropos' BaseEnv builds a ServerManager from these configs. Inference goes through
+    # hermes-loop endpoints instead, so Atropos gets a copy it can always construct:
+    # openai type (a vllm one would fetch a tokenizer from the hub), a non-empty key
+    # (openai>=2 rejects ""), no health-check traffic.
+    data = config.model_dump()
+    data.update(server_type="openai", api_key=config.api_key or "unused", health_check=False)
+    return APIServerConfig(**data)
+
+
+def _server_list(
+    server_configs: ServerBaseline | APIServerConfig | Sequence[APIServerConfig],
+) -> list[APIServerConfig]:
+    if isinstance(server_configs, APIServerConfig):
+        return [server_configs]
+    if isinstance(server_configs, ServerBaseline):
+        return []
+    return list(server_configs)
+
+
+class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untyped
+    """Atropos ``BaseEnv`` running a tool-using agent per rollout.
+
+    Args:
+        config: a ``HermesAgentEnvConfig`` (or subclass).
+        server_configs: the model endpoint(s); ``server_type`` ``openai`` runs Phase 1
+            (chat completions), ``vllm`` runs Phase 2 (``/generate``, exact tokens).
+        slurm, testing: as Atropos' ``BaseEnv``.
+
+    Raises:
+        TypeError: if ``config`` is not a ``HermesAgentEnvConfig``.
+        TokenizerLoadError: if ``env.tokenizer_name`` cannot be loaded (names the option).
+        ValueError: if no model endpoint is configured, a ``server_type`` is not
+            supported, or the toolset distribution is unknown.
+    """
+
+    env_config_cls = HermesAgentEnvConfig
+
+    config: HermesAgentEnvConfig
+    jsonl_writer: Any
+    n_groups_to_process: int
+    group_size_to_process: int
+
+    def __init__(
+        self,
+        config: HermesAgentEnvConfig,
+        server_configs: ServerBaseline | APIServerConfig | Sequence[APIServerConfig],
+        slurm: bool = False,
+        testing: bool = False,
+    ) -> None:
+        if not isinstance(config, HermesAgentEnvConfig):
+            raise TypeError(
+                f"{type(self).__name__} needs a HermesAgentEnvConfig, got {type(config).__name__}"
+            )
+        servers = _server_list(server_configs)
+        if not servers:
+            raise ValueError(
+                "no model endpoint configured: set --openai.base_url and --openai.model_name "
+                "(or return an APIServerConfig from config_init)"
+            )
+        for server in servers:
+            if server.server_type not in PHASES:
+                raise ValueError(
+                    f"openai.server_type {server.server_type!r} is not supported for agent "
+                    f"rollouts; allowed: {', '.join(PHASES)}"
+                )
+            if not server.base_url:
+                raise ValueError("openai.base_url is empty: set --openai.base_url")
+        try:
+            super().__init__(config, [_construction_safe(s) for s in servers], slurm, testing)
+        except (OSError, ValueError) as exc:
+            if "tokenizer" not in str(exc).lower() and not isinstance(exc, OSError):
+                raise
+            raise TokenizerLoadError(
+                f"cannot load tokenizer {config.tokenizer_name!r} ({type(exc).__name__}); "
+                "set --env.tokenizer_name to a local tokenizer directory or a reachable "
+                "Hugging Face hub name"
+            ) from exc
+        self.server_configs = servers
+        self.stats = RunStats()
+        self.reporter: ProgressReporter = _Silent()
+        self._reopen_group_writer()
+        self.loop_tokenizer = TransformersTokenizer(self.tokenizer)
+        self.render = chat_template_renderer(self.tokenizer) or _chatml
+        self.pool = SandboxPool(
+            config.terminal_backend,
+            terminal_timeout=config.terminal_timeout,
+            terminal_lifetime=config.terminal_lifetime,
+            **(config.sandbox_options or {}),
+        )
+        self.executor = ThreadPoolExecutor(
+            max_workers=config.tool_pool_size, thread_name_prefix="hermes-envs-tool"
+        )
+        self.tool_registry = self.build_tool_registry()
+        # Unknown toolset or distribution names fail here, at start-up.
+        self.tool_registry.select(
+            config.enabled_toolsets, config.disabled_toolsets, config.distribution, seed=0
+        )
+        self.endpoints: list[ChatServer] = [self._endpoint(server) for server in servers]
+        self.phase = PHASES[servers[0].server_type]
+        self._endpoint_turn = itertools.count()
+        self._closed = False
+
+    # -- what a subclass writes -------------------------------------------------------
+
+    @abstractmethod
+    def format_prompt(self, item: Any) -> str | list[dict[str, Any]]:
+        """The user message for ``item`` (or a whole list of OpenAI messages)."""
+
+    @abstractmethod
+    async def compute_reward(self, item: Any, result: AgentResult, ctx: ToolContext) -> float:
+        """Score a finished rollout (0.0-1.0); ``ctx`` reaches the rollout's sandbox.
+
+        Raising (or returning no number) records an infrastructure failure, not a 0.
+        """
+
+    # -- overridable pieces ------------------------------------------------------------
+
+    def build_tool_registry(self) -> ToolRegistry:
+        """The tools rollouts may get, by toolset (override to add tools or distributions)."""
+        registry = ToolRegistry()
+        for tool in sandbox_tools(self.pool, toolsets=AGENT_TOOLSETS):
+            registry.add(
+                Tool(tool.name, tool.description, tool.parameters, tool.handler),
+                toolset=tool.toolset,
+            )
+        return registry
+
+    def resolve_tools(self, item: Any) -> ToolSet:
+        """The tools of ``item``'s group: same item, same tools (seeded by the item)."""
+        cfg = self.config
+        return self.tool_registry.select(
+            cfg.enabled_toolsets, cfg.disabled_toolsets, cfg.distribution, seed=item_seed(item)
+        )
+
+    def build_messages(self, item: Any) -> list[dict[str, Any]]:
+        """The rollout's opening messages (``format_prompt`` as a user message)."""
+        prompt = self.format_prompt(item)
+        if isinstance(prompt, str):
+            return [{"role": "user", "content": prompt}]
+        return [dict(message) for message in prompt]
+
+    def new_task_id(self) -> str:
+        """A fresh task id (one sandbox each)."""
+        return f"{self.name or type(self).__name__}-{uuid.uuid4().hex[:12]}"
+
+    # -- rollouts ------------------------------------------------------------------------
+
+    def _endpoint(self, server: APIServerConfig) -> ChatServer:
+        url = str(server.base_url)
+        client = None
+        if server.api_key:
+            root = url if server.server_type == "openai" else url.rstrip("/").removesuffix("/v1")
+            client = openai.AsyncOpenAI(
+                api_key=server.api_key, base_url=root, timeout=server.timeout, max_retries=3
+            )
+        if server.server_type == "openai":
+            return OpenAIChatServer(
+                base_url=url,
+                model=server.model_name,
+                timeout=server.timeout,
+                extra_body=self.config.extra_body,
+                client=client,
+            )
+        return GenerateChatServer(
+            base_url=url,
+            tokenizer=self.loop_tokenizer,
+            parser=self.config.tool_call_parser,
+            render=self.render,
+            stop_text=self.loop_tokenizer.eos_token,
+            model=server.model_name,
+            timeout=server.timeout,
+            extra_body=self.config.extra_body,
+            client=client,
+        )
+
+    def agent_loop(self, tools: ToolSet) -> AgentLoop:
+        """An ``AgentLoop`` over the next endpoint (round robin) with the env's settings."""
+        cfg = self.config
+        endpoint = self.endpoints[next(self._endpoint_turn) % len(self.endpoints)]
+        return AgentLoop(
+            endpoint,
+            tools,
+            max_turns=cfg.max_agent_turns,
+            temperature=cfg.agent_temperature,
+            max_tokens=cfg.max_tokens_per_turn,
+            executor=self.executor,
+            tool_timeout=float(cfg.terminal_timeout) + 30.0,
+            system_prompt=cfg.system_prompt,
+        )
+
+    async def run_rollouts(self, item: Any, count: int) -> list[RolloutOutcome]:
+        """``count`` rollouts of ``item`` concurrently, each retried on infrastructure
+        failure up to ``infra_retries`` times. Returns the good outcomes (in start
+        order) and, for a rollout that never succeeded, its last failure.
+
+        Raises:
+            asyncio.CancelledError: when cancelled (every rollout's sandbox is released).
+        """
+        tools = self.resolve_tools(item)
+        messages = self.build_messages(item)
+        loop = self.agent_loop(tools)
+
+        def reward(result: AgentResult, ctx: ToolContext) -> Any:
+            # An ``async def`` (as in the reference) or a plain function both work.
+            return self.compute_reward(item, result, ctx)
+
+        async def one() -> RolloutOutcome:
+            outcome: RolloutOutcome | None = None
+            for _ in range(self.config.infra_retries + 1):
+                outcome = await run_rollout(
+                    messages, loop=loop, pool=self.pool, task_id=self.new_task_id(), reward=reward
+                )
+                if outcome.ok:
+                    self.stats.rollouts_done += 1
+                    self.reporter.update(self.stats)
+                    return outcome
+                failure = outcome.failure
+                assert failure is not None
+                self.stats.infra_failures += 1
+                by_stage = self.stats.failures_by_stage
+                by_stage[failure.stage] = by_stage.get(failure.stage, 0) + 1
+                logger.warning(
+                    "infrastructure failure (%s) in %s: %s",
+                    failure.stage,
+                    failure.task_id,
+                    failure.message,
+                )
+                self.reporter.update(self.stats)
+            assert outcome is not None
+            return outcome
+
+        async with loop:
+            return list(await asyncio.gather(*(one() for _ in range(count))))
+
+    def tokenize_rollout(self, result: AgentResult, tools: ToolSet) -> TokenizedRollout:
+        """Training tokens of a rollout: Phase 2 from ``managed_state``, Phase 1 from the
+        chat template.
+
+        Raises:
+            ValueError: if the rollout cannot be tokenized.
+        """
+        if result.managed_state is not None:
+            return managed_tokens(result.managed_state)
+        return chat_template_tokens(
+            result.messages,
+            render=self.render,
+            encode=self.loop_tokenizer.encode,
+            eos_token=self.loop_tokenizer.eos_token,
+            tools=tools.schemas() or None,
+        )
+
+    def build_group(self, item: Any, outcomes: Sequence[RolloutOutcome]) -> ScoredDataGroup:
+        """Atropos scored data of the good ``outcomes`` of one group."""
+        tools = self.resolve_tools(item)
+        group: dict[str, Any] = {
+            "tokens": [],
+            "masks": [],
+            "scores": [],
+            "messages": [],
+            "group_overrides": {},
+        }
+        logprobs: list[list[float]] = []
+        for outcome in outcomes:
+            assert outcome.result is not None
+            assert outcome.score is not None
+            tokens = self.tokenize_rollout(outcome.result, tools)
+            if tokens.drift:
+                self.stats.token_drift += tokens.drift
+                logger.warning(
+                    "%s: %d turn(s) did not extend the previous tokens (drift)",
+                    outcome.task_id,
+                    tokens.drift,
+                )
+            group["tokens"].append(tokens.tokens)
+            group["masks"].append(tokens.masks)
+            group["scores"].append(outcome.score)
+            group["messages"].append(_wire_messages(outcome.result.messages))
+            if tokens.logprobs is not None:
+                logprobs.append(tokens.logprobs)
+        if logprobs and len(logprobs) == len(outcomes):
+            group["inference_logprobs"] = logprobs
+        if len(outcomes) != self.config.group_size:
+            group["group_overrides"] = {"group_size": len(outcomes)}
+        return group
+
+    async def collect_trajectories(self, item: Any) -> tuple[ScoredDataGroup | None, list[Any]]:
+        """One group of ``group_size`` rollouts of ``item``.
+
+        Returns ``(group, [])``, or ``(None, [item])`` when fewer than
+        ``min_rollouts_per_group`` rollouts survived infrastructure failures (the item
+        goes back to the queue).
+        """
+        outcomes = await self.run_rollouts(item, self.config.group_size)
+        good = [outcome for outcome in outcomes if outcome.ok]
+        if len(good) < self.config.group_minimum:
+            self.stats.groups_requeued += 1
+            self.reporter.update(self.stats)
+            logger.warning(
+                "only %d of %d rollouts were scored (need %d); the item goes back to the queue",
+                len(good),
+                len(outcomes),
+                self.config.group_minimum,
+            )
+            return None, [item]
+        return self.build_group(item, good), []
+
+    async def collect_trajectory(self, item: Any) -> tuple[Any, list[Any]]:
+        """Not used: groups come from ``collect_trajectories``.
+
+        Raises:
+            NotImplementedError: always.
+        """
+        raise NotImplementedError("HermesAgentBaseEnv collects whole groups")
+
+    # -- runs ----------------------------------------------------------------------------
+
+    def _reopen_group_writer(self) -> None:
+        # Atropos opens the group file unflushed (lines can be lost on a kill). Reopen
+        # the same (new, empty) file so that every line is flushed as it is written.
+        writer: Any = self.jsonl_writer
+        if writer is None:
+            return
+        path = self.config.data_path_to_save_groups
+        writer.close()
+        self.jsonl_writer = jsonlines.open(path, mode="a", flush=True)
+
+    async def write_group(self, group: ScoredDataGroup, item: Any) -> None:
+        """Write one group to the group file (as Atropos' ``process`` does)."""
+        await self.handle_send_to_api(
+            group, item, do_send_to_api=False, abort_on_any_max_length_exceeded=False
+        )
+
+    async def process_manager(self) -> None:
+        """``process``: ``n_groups_to_process`` groups to the JSONL file, as they finish.
+
+        Overrides Atropos' version: groups run concurrently (``max_num_workers_per_node``
+        at a time), wandb only starts when ``use_wandb`` is set, a group with too few
+        scored rollouts goes back to the queue (at most ``infra_retries + 1`` tries),
+        and everything is closed however the run ends.
+
+        Raises:
+            asyncio.CancelledError: when cancelled; groups already written stay intact.
+        """
+        try:
+            await self.setup()
+            self._start_wandb()
+            target = int(getattr(self, "n_groups_to_process", None) or self.config.total_steps)
+            width = max(1, self.config.max_num_workers_per_node)
+            retry: deque[_Pending] = deque()
+            running: dict[asyncio.Task[Any], _Pending] = {}
+            exhausted = False
+            try:
+                while self.stats.groups_done < target:
+                    while (
+                        len(running) < width
+                        and self.stats.groups_done + len(running) < target
+                        and (retry or not exhausted)
+                    ):
+                        pending = retry.popleft() if retry else None
+                        if pending is None:
+                            item = await self.get_next_item()
+                            if item is None:
+                                exhausted = True
+                                break
+                            pending = _Pending(item)
+                        pending.attempts += 1
+                        running[asyncio.create_task(self.collect_trajectories(pending.item))] = (
+                            pending
+                        )
+                    if not running:
+                        break
+                    done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                    for task in done:
+                        pending = running.pop(task)
+                        group, _backlog = task.result()
+                        if group is not None:
+                            group = await self.postprocess_histories(group)
+                            await self.write_group(group, pending.item)
+                            self.stats.groups_done += 1
+                            await self.wandb_log()
+                        elif pending.attempts <= self.config.infra_retries:
+                            retry.append(pending)
+                        else:
+                            self.stats.groups_dropped += 1
+                            logger.error("giving up on an item after %d tries", pending.attempts)
+                        self.reporter.update(self.stats)
+            finally:
+                for task in running:
+                    task.cancel()
+                await asyncio.gather(*running, return_exceptions=True)
+        finally:
+            await self.close()
+        path = self.config.data_path_to_save_groups
+        if path is not None and self.stats.groups_done:
+            generate_html(path)  # Atropos' viewer page, <same name>.html
+
+    async def env_manager(self) -> None:
+        """``serve``: Atropos' loop, then every sandbox and thread closed."""
+        try:
+            await super().env_manager()
+        finally:
+            await self.close()
+
+    async def run_evaluate(self) -> None:
+        """``evaluate``: ``setup()`` then ``evaluate()``, then everything closed."""
+        try:
+            await self.setup()
+            self._start_wandb()
+            await self.evaluate()
+        finally:
+            await self.close()
+
+    async def evaluate_items(self, items: Sequence[Any]) -> list[tuple[Any, RolloutOutcome]]:
+        """One rollout per item (at most ``max_eval_workers`` at once), retried on
+        infrastructure failure; ``(item, outcome)`` in the order of ``items``."""
+        gate = asyncio.Semaphore(max(1, self.config.max_eval_workers))
+
+        async def one(item: Any) -> tuple[Any, RolloutOutcome]:
+            async with gate:
+                (outcome,) = await self.run_rollouts(item, 1)
+                self.stats.groups_done += 1
+                self.reporter.update(self.stats)
+                return item, outcome
+
+        return list(await asyncio.gather(*(one(item) for item in items)))
+
+    @staticmethod
+    def eval_sample(item: Any, outcome: RolloutOutcome) -> dict[str, Any]:
+        """A JSON-ready record of one evaluated item (for ``samples.jsonl``)."""
+        result = outcome.result
+        return {
+            "item": item,
+            "task_id": outcome.task_id,
+            "score": outcome.score,
+            "infra_failure": outcome.failure.to_dict() if outcome.failure else None,
+            "stop_reason": result.stop_reason if result else None,
+            "turns_used": result.turns_used if result else 0,
+            "messages": _wire_messages(result.messages) if result else [],
+        }
+
+    def _start_wandb(self) -> None:
+        if not self.config.use_wandb:
+            return
+        import wandb
+
+        wandb.init(name=self.config.wandb_name, config=self.config.model_dump(mode="json"))
+
+    async def wandb_log(self, wandb_metrics: dict[str, Any] | None = None) -> None:
+        """Atropos' metrics plus this run's counters (infra failures, token drift)."""
+        metrics = dict(wandb_metrics or {})
+        metrics.update(self.stats.as_metrics())
+        await super().wandb_log(metrics)
+
+    async def close(self) -> None:
+        """Close every sandbox, the tool threads, the endpoints and the group file
+        (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await self.pool.close_all()
+        finally:
+            self.executor.shutdown(wait=False, cancel_futures=True)
+            for endpoint in self.endpoints:
+                closer = getattr(endpoint, "aclose", None)
+                if closer is not None:
+                    await closer()
+            if self.jsonl_writer is not None:
+                self.jsonl_writer.close()
+
+    @classmethod
+    def cli(cls) -> None:
+        """``python env.py serve|process|evaluate [--config FILE.yaml] [--env.X V]
+        [--openai.X V]``; exits with the command's status."""
+        import sys
+
+        from hermes_envs.cli import run_cli
+
+        sys.exit(run_cli(cls, sys.argv[1:]))
+
+
+def _wire_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    # Atropos' API rejects a message without text content; a pure tool-call turn has None.
+    out = []
+    for message in messages:
+        copy = dict(message)
+        if copy.get("content") is None:
+            copy["content"] = ""
+        out.append(copy)
+    return out
+
+
+def _chatml(
+    messages: Sequence[Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    add_generation_prompt: bool = True,
+) -> str:
+    from hermes_loop.chat_template import render_prompt
+
+    return render_prompt(messages, tools, add_generation_prompt)

@@ -1,0 +1,331 @@
+"""``python my_env.py serve|process|evaluate``: the command line of every environment.
+
+Options are Atropos' own: ``--config FILE.yaml`` (sections ``env:`` and ``openai:``),
+``--env.X VALUE`` / ``--env.X=VALUE`` for the environment config and ``--openai.X
+VALUE`` for the model endpoint; CLI over YAML over ``config_init()``. Unlike Atropos'
+CLI, ``process`` and ``evaluate`` do not force wandb on (``--env.use_wandb true`` asks
+for it), ``--env.x=-1`` and ``--env.x -1`` both work, an unknown option or a bad value
+is one line naming the option, and SIGTERM stops like Ctrl-C: in-flight rollouts
+cancelled, every sandbox closed, every line already written intact.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+import yaml
+from atroposlib.envs.server_handling.server_manager import APIServerConfig, ServerBaseline
+from pydantic import BaseModel, ValidationError
+
+from hermes_envs.config import HermesAgentEnvConfig
+from hermes_envs.progress import RichProgress
+from hermes_envs.tokenizer import TokenizerLoadError
+
+if TYPE_CHECKING:
+    from hermes_envs.base_env import HermesAgentBaseEnv
+
+__all__ = ["COMMANDS", "CliError", "ResolvedConfig", "parse_flags", "resolve_config", "run_cli"]
+
+COMMANDS = ("serve", "process", "evaluate")
+_SERVER_MANAGER_FLAGS = ("slurm", "testing", "max_n_completions", "proxy_url")
+
+
+class CliError(Exception):
+    """A bad command line or config file; the message says what to change."""
+
+
+def parse_flags(args: Sequence[str]) -> dict[str, str]:
+    """``--key value`` / ``--key=value`` pairs (a flag with no value means ``true``).
+
+    Raises:
+        CliError: for an argument that is not a ``--flag``.
+    """
+    flags: dict[str, str] = {}
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if not arg.startswith("--") or arg == "--":
+            raise CliError(f"unexpected argument {arg!r}: options look like --env.NAME VALUE")
+        key, eq, value = arg[2:].partition("=")
+        if not eq:
+            following = args[index + 1] if index + 1 < len(args) else None
+            if following is None or following.startswith("--"):
+                value = "true"
+            else:
+                value = following
+                index += 1
+        flags[key] = value
+        index += 1
+    return flags
+
+
+def _section(flags: dict[str, str], prefix: str, model: type[BaseModel]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in flags.items():
+        if not key.startswith(prefix):
+            continue
+        name = key[len(prefix) :]
+        if name not in model.model_fields:
+            known = ", ".join(sorted(model.model_fields))
+            raise CliError(f"unknown option --{key}; known --{prefix}NAME: {known}")
+        out[name] = None if value in ("None", "null") else value
+    return out
+
+
+def _one_line(error: ValidationError, prefix: str) -> str:
+    parts = []
+    for item in error.errors():
+        where = ".".join(str(p) for p in item["loc"]) or "(config)"
+        message = str(item["msg"]).removeprefix("Value error, ")
+        value = item.get("input")
+        shown = f" (got {value!r})" if isinstance(value, str | int | float) else ""
+        if "got" in message:
+            shown = ""
+        parts.append(f"{prefix}{where}: {message}{shown}")
+    return "; ".join(parts)
+
+
+def _load_yaml(path: str) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise CliError(f"--config {path}: cannot read it ({exc.strerror or exc})") from exc
+    except yaml.YAMLError as exc:
+        raise CliError(f"--config {path}: not valid YAML ({exc})") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise CliError(f"--config {path}: the top level must be a mapping with env: / openai:")
+    return data
+
+
+class ResolvedConfig:
+    """What a command runs with: the env config, the server configs, Atropos' flags."""
+
+    def __init__(
+        self,
+        env: BaseModel,
+        servers: ServerBaseline | APIServerConfig | list[APIServerConfig],
+        slurm: bool,
+        testing: bool,
+    ) -> None:
+        self.env = env
+        self.servers = servers
+        self.slurm = slurm
+        self.testing = testing
+
+
+def resolve_config(
+    env_cls: type[HermesAgentBaseEnv], command: str, args: Sequence[str]
+) -> ResolvedConfig:
+    """Merge ``config_init()`` < YAML < CLI for ``command``.
+
+    Raises:
+        CliError: for an unknown option, an unreadable config file or an invalid value
+            (one line naming the option and what is allowed).
+    """
+    flags = parse_flags(args)
+    yaml_config = _load_yaml(flags.pop("config")) if "config" in flags else {}
+    default_env, default_servers = env_cls.config_init()
+    env_model = type(default_env)
+    unknown = [
+        key
+        for key in flags
+        if not key.startswith(("env.", "openai.")) and key not in _SERVER_MANAGER_FLAGS
+    ]
+    if unknown:
+        raise CliError(
+            f"unknown option --{unknown[0]}; options are --config, --env.NAME, --openai.NAME"
+        )
+
+    env_values = default_env.model_dump()
+    name = env_cls.name or env_cls.__name__
+    if command == "process":
+        env_values.update(ensure_scores_are_not_same=False, include_messages=True)
+        if env_values.get("data_path_to_save_groups") is None:
+            env_values["data_path_to_save_groups"] = f"data/{name}.jsonl"
+    if command == "evaluate" and env_values.get("data_dir_to_save_evals") is None:
+        env_values["data_dir_to_save_evals"] = f"data/{name}_eval"
+    yaml_env = yaml_config.get("env") or {}
+    if not isinstance(yaml_env, dict):
+        raise CliError("--config: the env: section must be a mapping")
+    env_values.update(yaml_env)
+    env_values.update(_section(flags, "env.", env_model))
+    if env_values.get("wandb_name") is None:
+        env_values["wandb_name"] = name
+    try:
+        env_config = env_model(**env_values)
+    except ValidationError as exc:
+        raise CliError(_one_line(exc, "env.")) from None
+
+    servers = _resolve_servers(default_servers, yaml_config.get("openai"), flags)
+    manager = {key: flags[key] for key in ("slurm", "testing") if key in flags}
+    manager.update({key: yaml_config[key] for key in ("slurm", "testing") if key in yaml_config})
+    truthy = ("1", "true", "yes", "True")
+    return ResolvedConfig(
+        env_config,
+        servers,
+        str(manager.get("slurm", False)) in truthy,
+        str(manager.get("testing", False)) in truthy,
+    )
+
+
+def _resolve_servers(
+    default: Any, yaml_openai: Any, flags: dict[str, str]
+) -> ServerBaseline | APIServerConfig | list[APIServerConfig]:
+    cli_openai = _section(flags, "openai.", APIServerConfig)
+    try:
+        if isinstance(yaml_openai, list) and len(yaml_openai) >= 2:
+            if cli_openai:
+                raise CliError(
+                    "--openai.* options cannot be used when the YAML lists several servers"
+                )
+            return [APIServerConfig(**entry) for entry in yaml_openai]
+        if isinstance(default, list) and len(default) >= 2 and not (yaml_openai or cli_openai):
+            return list(default)
+        if isinstance(yaml_openai, list):
+            yaml_openai = yaml_openai[0] if yaml_openai else {}
+        if isinstance(default, APIServerConfig):
+            base = default.model_dump()
+        elif isinstance(default, list) and default:
+            base = default[0].model_dump()
+        elif isinstance(default, ServerBaseline) and not (yaml_openai or cli_openai):
+            return default
+        elif isinstance(default, ServerBaseline):
+            base = default.model_dump()
+        else:
+            base = APIServerConfig().model_dump()
+        base.update(yaml_openai or {})
+        base.update(cli_openai)
+        return APIServerConfig(**base)
+    except ValidationError as exc:
+        raise CliError(_one_line(exc, "openai.")) from None
+
+
+def _run(main: Callable[[], Awaitable[None]]) -> int:
+    """Run ``main`` with SIGTERM cancelling it as Ctrl-C does. 0, 130 (Ctrl-C) or 143."""
+    stopped: list[int] = []
+
+    async def guarded() -> None:
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+
+        def on_term() -> None:
+            stopped.append(signal.SIGTERM)
+            task.cancel()
+
+        # Not possible off the main thread (or on Windows): then only Ctrl-C stops cleanly.
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signal.SIGTERM, on_term)
+        try:
+            await main()
+        finally:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(signal.SIGTERM)
+
+    try:
+        asyncio.run(guarded())
+    except KeyboardInterrupt:
+        return 130
+    except asyncio.CancelledError:
+        return 143 if stopped else 130
+    return 0
+
+
+def _usage(env_cls: type[HermesAgentBaseEnv]) -> str:
+    return (
+        f"usage: {Path(sys.argv[0]).name} {{serve,process,evaluate}} [--config FILE.yaml] "
+        "[--env.NAME VALUE ...] [--openai.NAME VALUE ...]\n"
+        f"  serve     run {env_cls.__name__} against an Atropos API (run-api) for RL\n"
+        "  process   write scored groups to JSONL (--env.data_path_to_save_groups)\n"
+        "  evaluate  run evaluate(); metrics.json and samples.jsonl in "
+        "--env.data_dir_to_save_evals\n"
+        f"  env options: {', '.join(sorted(env_cls.env_config_cls.model_fields))}\n"
+        f"  openai options: {', '.join(sorted(APIServerConfig.model_fields))}"
+    )
+
+
+def run_cli(
+    env_cls: type[HermesAgentBaseEnv],
+    argv: Sequence[str],
+    *,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
+    """Run one command of ``env_cls``; returns the exit status (2 for a bad command line,
+    1 for a start-up failure, 130/143 when interrupted)."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(_usage(env_cls), file=out if argv else err)
+        return 0 if argv else 2
+    command, rest = argv[0], list(argv[1:])
+    if command not in COMMANDS:
+        print(f"error: unknown command {command!r}; choose serve, process or evaluate", file=err)
+        return 2
+    if any(arg in ("-h", "--help") for arg in rest):
+        print(_usage(env_cls), file=out)
+        return 0
+    try:
+        resolved = resolve_config(env_cls, command, rest)
+    except CliError as exc:
+        print(f"error: {exc}", file=err)
+        return 2
+    try:
+        if not isinstance(resolved.env, HermesAgentEnvConfig):
+            raise TypeError(
+                f"{env_cls.__name__}.config_init() must return a HermesAgentEnvConfig, "
+                f"got {type(resolved.env).__name__}"
+            )
+        env = env_cls(resolved.env, resolved.servers, resolved.slurm, resolved.testing)
+    except (TokenizerLoadError, ValueError, TypeError) as exc:
+        print(f"error: {exc}", file=err)
+        return 1
+    if command == "process":
+        return _process(env, out)
+    if command == "evaluate":
+        return _evaluate(env, out)
+    return _run(env.env_manager)
+
+
+def _process(env: HermesAgentBaseEnv, out: TextIO) -> int:
+    path = env.config.data_path_to_save_groups
+    total = env.config.total_steps
+    env.n_groups_to_process = total
+    env.group_size_to_process = env.config.group_size
+    print(f"writing scored groups to {path}", file=out, flush=True)
+    with RichProgress("groups", total) as progress:
+        env.reporter = progress
+        status = _run(env.process_manager)
+    stats = env.stats
+    verb = "wrote" if status == 0 else "stopped; kept"
+    print(
+        f"{verb} {stats.groups_done} group(s) to {path} "
+        f"({stats.rollouts_done} rollouts, {stats.infra_failures} infra failure(s), "
+        f"{stats.groups_requeued} group(s) requeued, {stats.token_drift} drift)",
+        file=out,
+        flush=True,
+    )
+    return status
+
+
+def _evaluate(env: HermesAgentBaseEnv, out: TextIO) -> int:
+    where = env.config.data_dir_to_save_evals
+    print(f"writing evaluation results to {where}", file=out, flush=True)
+    with RichProgress("items", None) as progress:
+        env.reporter = progress
+        status = _run(env.run_evaluate)
+    print(
+        f"{'evaluated' if status == 0 else 'stopped after'} {env.stats.groups_done} item(s) "
+        f"({env.stats.infra_failures} infra failure(s)); results in {where}",
+        file=out,
+        flush=True,
+    )
+    return status

@@ -1,0 +1,5 @@
+"""Turning a finished rollout into what a trainer reads: tokens, masks, logprobs."""
+
+from hermes_envs.scoring.tokens import TokenizedRollout, chat_template_tokens, managed_tokens
+
+__all__ = ["TokenizedRollout", "chat_template_tokens", "managed_tokens"]

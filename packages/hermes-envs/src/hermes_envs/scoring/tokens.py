@@ -1,0 +1,127 @@
+"""Training tokens of a rollout.
+
+Phase 1 (a chat-completions server gives no token ids): the conversation is rendered
+with the tokenizer's chat template, tool calls written the way the template writes
+them, and tokenized piece by piece; every assistant turn is unmasked, everything else is
+``-100``.
+
+Phase 2 (a raw ``/generate`` server): the exact token ids, masks and logprobs hermes-loop
+recorded in ``managed_state``. A conversation is one sequence as long as each prompt
+extends the previous prompt and completion; each time one did not, hermes-loop started
+a new sequence. That is *drift*: it is counted, reported, and the last sequence (the
+whole final turn's context) is what is trained on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["MASKED", "TokenizedRollout", "chat_template_tokens", "managed_tokens"]
+
+#: The mask value of positions with no loss (Atropos' convention).
+MASKED = -100
+
+Render = Callable[..., str]
+Encode = Callable[[str], list[int]]
+
+
+@dataclass(frozen=True, slots=True)
+class TokenizedRollout:
+    """One rollout's training sequence.
+
+    Attributes:
+        tokens: token ids of the whole conversation.
+        masks: ``-100`` where no loss applies, else the token id.
+        logprobs: inference logprobs (``1.0`` on masked positions), Phase 2 only.
+        drift: turns whose prompt did not extend the tokens before it (Phase 2), or
+            assistant turns the chat template did not render as a prefix (Phase 1).
+    """
+
+    tokens: list[int]
+    masks: list[int]
+    logprobs: list[float] | None = None
+    drift: int = 0
+
+
+def chat_template_tokens(
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    render: Render,
+    encode: Encode,
+    eos_token: str,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+) -> TokenizedRollout:
+    """Phase 1 tokens and masks from a chat template.
+
+    Each assistant turn's text is what rendering ``messages[: i + 1]`` adds to
+    ``messages[:i]`` with the generation prompt: the model's words and its end-of-turn
+    token (the newline the template writes after it stays masked). A template that
+    rewrites earlier turns (so a turn is not a prefix of the whole) leaves that turn
+    masked and counts it in ``drift``.
+
+    Args:
+        messages: the conversation (OpenAI shape).
+        render: ``render(messages, tools=..., add_generation_prompt=...) -> text``.
+        encode: text to token ids, adding no BOS/EOS.
+        eos_token: the end-of-turn token text.
+        tools: the tool schemas the rollout was offered.
+
+    Raises:
+        ValueError: if the template cannot render the conversation.
+    """
+    full = render(messages, tools=tools, add_generation_prompt=False)
+    spans: list[tuple[int, int]] = []
+    drift = 0
+    for index, message in enumerate(messages):
+        if message.get("role") != "assistant":
+            continue
+        start_text = render(messages[:index], tools=tools, add_generation_prompt=True)
+        end_text = render(messages[: index + 1], tools=tools, add_generation_prompt=False)
+        if not (end_text.startswith(start_text) and full.startswith(end_text)):
+            drift += 1
+            continue
+        end = len(end_text)
+        tail = end_text[len(start_text) :]
+        trimmed = tail.rstrip()
+        if trimmed.endswith(eos_token):
+            end = len(start_text) + len(trimmed)
+        spans.append((len(start_text), end))
+    tokens: list[int] = []
+    masks: list[int] = []
+    cursor = 0
+    for start, end in spans:
+        if start < cursor:
+            drift += 1
+            continue
+        prompt_ids = encode(full[cursor:start])
+        reply_ids = encode(full[start:end])
+        tokens += prompt_ids + reply_ids
+        masks += [MASKED] * len(prompt_ids) + reply_ids
+        cursor = end
+    rest = encode(full[cursor:])
+    tokens += rest
+    masks += [MASKED] * len(rest)
+    return TokenizedRollout(tokens, masks, None, drift)
+
+
+def managed_tokens(state: Mapping[str, Any]) -> TokenizedRollout:
+    """Phase 2 tokens, masks and logprobs from a rollout's ``managed_state``.
+
+    Raises:
+        ValueError: if the state holds no sequence, or its lists differ in length.
+    """
+    nodes = state.get("nodes") or []
+    if not nodes:
+        raise ValueError("managed_state holds no token sequence (no model turn was recorded)")
+    node = nodes[-1]
+    tokens = [int(t) for t in node["tokens"]]
+    masks = [int(m) for m in node["masked_tokens"]]
+    logprobs = [float(lp) for lp in node["logprobs"]]
+    if not len(tokens) == len(masks) == len(logprobs):
+        raise ValueError(
+            f"managed_state sequence lengths differ: {len(tokens)} tokens, {len(masks)} masks, "
+            f"{len(logprobs)} logprobs"
+        )
+    return TokenizedRollout(tokens, masks, logprobs, len(nodes) - 1)

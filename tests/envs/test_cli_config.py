@@ -1,0 +1,109 @@
+"""The command line's config: config_init < YAML < CLI, Atropos' flags, one-line errors."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from atroposlib.envs.server_handling.server_manager import APIServerConfig
+
+from hermes_envs import TerminalTestEnv
+from hermes_envs.cli import CliError, parse_flags, resolve_config, run_cli
+
+
+def test_flags_with_values_equals_and_negative_numbers() -> None:
+    flags = parse_flags(
+        [
+            "--env.group_size",
+            "4",
+            "--env.max_num_workers=-1",
+            "--env.total_steps",
+            "-1",
+            "--env.use_wandb",
+            "--openai.model_name",
+            "m",
+        ]
+    )
+    assert flags == {
+        "env.group_size": "4",
+        "env.max_num_workers": "-1",
+        "env.total_steps": "-1",
+        "env.use_wandb": "true",
+        "openai.model_name": "m",
+    }
+    with pytest.raises(CliError, match="unexpected argument 'stray'"):
+        parse_flags(["stray"])
+
+
+def test_cli_over_yaml_over_config_init(tmp_path: Path) -> None:
+    config = tmp_path / "cfg.yaml"
+    config.write_text(
+        "env:\n  group_size: 3\n  max_agent_turns: 9\n  enabled_toolsets: [terminal]\n"
+        "openai:\n  model_name: from-yaml\n  base_url: http://127.0.0.1:1/v1\n"
+    )
+    resolved = resolve_config(
+        TerminalTestEnv,
+        "process",
+        ["--config", str(config), "--env.group_size", "2", "--openai.model_name", "from-cli"],
+    )
+    env = resolved.env
+    assert env.group_size == 2  # CLI over YAML
+    assert env.max_agent_turns == 9  # YAML over config_init (6)
+    assert env.enabled_toolsets == ["terminal"]
+    assert env.terminal_timeout == 30  # config_init over the class default (120)
+    assert env.include_messages is True
+    assert env.ensure_scores_are_not_same is False
+    assert env.data_path_to_save_groups == "data/terminal-test.jsonl"
+    assert env.use_wandb is False  # never forced on
+    assert env.wandb_name == "terminal-test"  # serve needs one
+    assert isinstance(resolved.servers, APIServerConfig)
+    assert resolved.servers.model_name == "from-cli"
+    assert resolved.servers.base_url == "http://127.0.0.1:1/v1"
+
+
+def test_wandb_is_on_only_when_asked() -> None:
+    resolved = resolve_config(TerminalTestEnv, "evaluate", ["--env.use_wandb", "true"])
+    assert resolved.env.use_wandb is True
+    assert resolved.env.data_dir_to_save_evals == "data/terminal-test_eval"
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ["--env.terminal_backend", "k8s"],
+            "env.terminal_backend: unknown backend 'k8s'; allowed:",
+        ),
+        (["--env.terminal_timeout", "-3"], "env.terminal_timeout: must be a positive"),
+        (["--env.tool_call_parser", "x"], "env.tool_call_parser: unknown parser 'x'; allowed:"),
+        (["--env.enabled_toolsets", "terminal,shell"], "unknown toolset 'shell'; allowed:"),
+        (["--env.no_such_field", "1"], "unknown option --env.no_such_field"),
+        (["--openai.nope", "1"], "unknown option --openai.nope"),
+        (["--bogus", "1"], "unknown option --bogus"),
+    ],
+)
+def test_a_bad_option_is_one_line_naming_it(args: list[str], expected: str) -> None:
+    err = io.StringIO()
+    status = run_cli(TerminalTestEnv, ["process", *args], out=io.StringIO(), err=err)
+    assert status == 2
+    lines = err.getvalue().strip().splitlines()
+    assert len(lines) == 1, lines
+    assert expected in lines[0]
+
+
+def test_unknown_command_and_help() -> None:
+    err = io.StringIO()
+    assert run_cli(TerminalTestEnv, ["train"], out=io.StringIO(), err=err) == 2
+    assert "unknown command 'train'" in err.getvalue()
+    out = io.StringIO()
+    assert run_cli(TerminalTestEnv, ["process", "--help"], out=out, err=io.StringIO()) == 0
+    assert "serve,process,evaluate" in out.getvalue()
+    assert "terminal_backend" in out.getvalue()
+
+
+def test_a_missing_config_file_is_named(tmp_path: Path) -> None:
+    err = io.StringIO()
+    missing = tmp_path / "nope.yaml"
+    assert run_cli(TerminalTestEnv, ["process", "--config", str(missing)], err=err) == 2
+    assert f"--config {missing}: cannot read it" in err.getvalue()
