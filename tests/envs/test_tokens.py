@@ -8,7 +8,8 @@ import pytest
 from transformers import AutoTokenizer
 
 from hermes_envs.scoring.tokens import MASKED, chat_template_tokens, managed_tokens
-from hermes_envs.tokenizer import TransformersTokenizer, chat_template_renderer
+from hermes_envs.tokenizer import chat_template_renderer
+from hermes_loop.transformers_tokenizer import TransformersTokenizer
 
 from .support import TOKENIZER
 

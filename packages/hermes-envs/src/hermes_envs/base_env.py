@@ -42,11 +42,7 @@ from atroposlib.frontend.jsonl2html import generate_html
 from hermes_envs.config import AGENT_TOOLSETS, HermesAgentEnvConfig
 from hermes_envs.rollout import RolloutOutcome, run_rollout
 from hermes_envs.scoring.tokens import TokenizedRollout, chat_template_tokens, managed_tokens
-from hermes_envs.tokenizer import (
-    TokenizerLoadError,
-    TransformersTokenizer,
-    chat_template_renderer,
-)
+from hermes_envs.tokenizer import TokenizerLoadError, chat_template_renderer
 from hermes_loop import (
     AgentLoop,
     AgentResult,
@@ -57,6 +53,7 @@ from hermes_loop import (
     ToolRegistry,
     ToolSet,
 )
+from hermes_loop.transformers_tokenizer import TransformersTokenizer
 from hermes_sandbox import SandboxPool, ToolContext, sandbox_tools
 
 __all__ = ["HermesAgentBaseEnv", "RunStats"]

@@ -1,13 +1,11 @@
 """The environment's tokenizer, as hermes-loop and the token builders need it.
 
 Atropos' ``BaseEnv`` loads a ``transformers`` tokenizer (``env.tokenizer_name``: a local
-directory or a hub name). ``TransformersTokenizer`` gives it the small ``Tokenizer``
-protocol of ``hermes_loop.tokenizer`` (no BOS/EOS added by ``encode``), and
+directory or a hub name). ``hermes_loop.transformers_tokenizer`` gives it the small
+``Tokenizer`` protocol of ``hermes_loop.tokenizer``, and
 ``chat_template_renderer`` renders prompts with the tokenizer's own chat template, so
 the Phase 2 prompts are the ones the model was trained on.
 
-Adapter note: ``TransformersTokenizer`` could move to ``hermes_loop.tokenizer`` next to
-``HFTokenizer``; it is kept here until hermes-loop offers it.
 """
 
 from __future__ import annotations
@@ -18,7 +16,6 @@ from typing import Any
 
 __all__ = [
     "TokenizerLoadError",
-    "TransformersTokenizer",
     "chat_template_renderer",
     "template_messages",
 ]
@@ -26,51 +23,6 @@ __all__ = [
 
 class TokenizerLoadError(RuntimeError):
     """The configured tokenizer could not be loaded; the message names the option to set."""
-
-
-class TransformersTokenizer:
-    """``hermes_loop.tokenizer.Tokenizer`` over a ``transformers`` tokenizer.
-
-    Args:
-        tokenizer: a ``transformers.PreTrainedTokenizerBase``.
-
-    Raises:
-        ValueError: if the tokenizer has no end-of-sequence token.
-    """
-
-    def __init__(self, tokenizer: Any) -> None:
-        if tokenizer.eos_token is None or tokenizer.eos_token_id is None:
-            raise ValueError("the tokenizer has no eos_token; set one in its tokenizer_config")
-        self.backend = tokenizer
-
-    @property
-    def eos_token(self) -> str:
-        """The end-of-turn token text."""
-        return str(self.backend.eos_token)
-
-    @property
-    def eos_token_id(self) -> int:
-        """The id of ``eos_token``."""
-        return int(self.backend.eos_token_id)
-
-    @property
-    def special_tokens(self) -> tuple[str, ...]:
-        """Tokens that ``decode(..., skip_special_tokens=True)`` drops."""
-        return tuple(self.backend.all_special_tokens)
-
-    def encode(self, text: str) -> list[int]:
-        """Token ids of ``text``; no BOS/EOS added, special tokens written as text kept."""
-        return list(self.backend.encode(text, add_special_tokens=False))
-
-    def decode(self, ids: Sequence[int], *, skip_special_tokens: bool = False) -> str:
-        """The text of ``ids``, exactly (no clean-up of spaces)."""
-        return str(
-            self.backend.decode(
-                list(ids),
-                skip_special_tokens=skip_special_tokens,
-                clean_up_tokenization_spaces=False,
-            )
-        )
 
 
 def _arguments(value: Any) -> Any:
