@@ -40,6 +40,7 @@ def test_the_public_names_are_pinned() -> None:
         "Tool",
         "ToolDefinitionError",
         "ToolError",
+        "ToolInfrastructureError",
         "ToolInvocation",
         "ToolOutcome",
         "ToolRegistry",
@@ -64,6 +65,7 @@ def test_every_exported_exception_is_under_hermes_loop_error() -> None:
         "InvalidMessagesError",
         "ResultFormatError",
         "ToolDefinitionError",
+        "ToolInfrastructureError",
         "UnknownToolsetError",
     }
     assert all(issubclass(error, HermesLoopError) for error in errors)
@@ -94,7 +96,7 @@ def test_error_kinds_are_literal_types() -> None:
         "bad_response",
     }
     infra_kinds = {k for part in typing.get_args(InfraErrorKind) for k in typing.get_args(part)}
-    assert infra_kinds == endpoint_kinds | {"tool_not_started"}
+    assert infra_kinds == endpoint_kinds | {"tool_not_started", "tool_infra"}
     assert set(typing.get_args(ToolErrorKind)) == {
         "unknown_tool",
         "invalid_arguments",

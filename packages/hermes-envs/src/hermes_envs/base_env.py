@@ -54,7 +54,13 @@ from hermes_loop import (
     ToolSet,
 )
 from hermes_loop.transformers_tokenizer import TransformersTokenizer
-from hermes_sandbox import SandboxPool, ToolContext, sandbox_tools
+from hermes_sandbox import (
+    SandboxClosedError,
+    SandboxPool,
+    SandboxStartError,
+    ToolContext,
+    sandbox_tools,
+)
 
 __all__ = ["HermesAgentBaseEnv", "RunStats"]
 
@@ -304,6 +310,9 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
             executor=self.executor,
             tool_timeout=float(cfg.terminal_timeout) + 30.0,
             system_prompt=cfg.system_prompt,
+            # A tool that finds its sandbox dead ends the rollout as an infra failure
+            # instead of showing the model an error and going on.
+            infra_exceptions=(SandboxClosedError, SandboxStartError),
         )
 
     async def run_rollouts(self, item: Any, count: int) -> list[RolloutOutcome]:

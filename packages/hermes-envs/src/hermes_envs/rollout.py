@@ -88,7 +88,9 @@ async def run_rollout(
         if result.stop_reason == "infra_error":
             error = result.infra_error
             text = f"{error.kind}: {error.message}" if error else "the model endpoint failed"
-            return failed("model_endpoint", text, result)
+            # A tool that found its sandbox gone (kind tool_infra) is the sandbox's failure.
+            stage = "sandbox_lost" if error and error.kind == "tool_infra" else "model_endpoint"
+            return failed(stage, text, result)
         try:
             await pool.get(task_id, recreate=False)
         except SandboxError as exc:

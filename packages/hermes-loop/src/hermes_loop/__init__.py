@@ -17,6 +17,7 @@ from hermes_loop.errors import (
     InvalidMessagesError,
     ResultFormatError,
     ToolDefinitionError,
+    ToolInfrastructureError,
 )
 from hermes_loop.handler_pool import HandlerThreadPool
 from hermes_loop.loop import AgentLoop, HermesAgentLoop
@@ -49,6 +50,7 @@ __all__ = [
     "Tool",
     "ToolDefinitionError",
     "ToolError",
+    "ToolInfrastructureError",
     "ToolInvocation",
     "ToolOutcome",
     "ToolRegistry",

@@ -13,14 +13,14 @@ from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_loop.errors import HermesLoopError
+from hermes_loop.errors import HermesLoopError, ToolInfrastructureError
 from hermes_loop.handler_pool import HandlerThreadPool
 from hermes_loop.output import cap_output, to_text
 from hermes_loop.result import ToolError, ToolErrorKind
 from hermes_loop.tools import Tool, ToolInvocation
 from hermes_loop.toolsets import ToolSet
 
-__all__ = ["ToolNotStartedError", "ToolOutcome", "ToolRunner"]
+__all__ = ["ToolInfrastructureError", "ToolNotStartedError", "ToolOutcome", "ToolRunner"]
 
 _log = logging.getLogger(__name__)
 
@@ -31,13 +31,16 @@ class ToolOutcome:
 
     ``error`` is a failure the model answers for (it reads it in ``message``);
     ``not_run`` says why a call never started (no handler thread became free in time),
-    an infrastructure failure that is never the model's: the loop ends the rollout with
+    and ``infra_failure`` why a handler failed for a reason that is not the model's (it
+    raised ``ToolInfrastructureError`` or one of the runner's ``infra_exceptions``, e.g.
+    the sandbox died): either way the loop ends the rollout with
     ``stop_reason="infra_error"``.
     """
 
     message: dict[str, Any]
     error: ToolError | None
     not_run: str | None = None
+    infra_failure: str | None = None
 
 
 class ToolNotStartedError(HermesLoopError):
@@ -62,9 +65,14 @@ class ToolRunner:
         concurrency: int = 8,
         timeout: float = 120.0,
         max_output_chars: int = 100_000,
+        infra_exceptions: tuple[type[BaseException], ...] = (),
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
+        self._infra: tuple[type[BaseException], ...] = (
+            ToolInfrastructureError,
+            *infra_exceptions,
+        )
         self._tools = tools
         self._executor = executor
         self._concurrency = concurrency
@@ -150,7 +158,12 @@ class ToolRunner:
         except (asyncio.CancelledError, GeneratorExit):
             invocation.cancelled.set()
             raise
-        except BaseException as exc:  # the handler's failure, whatever it is, is the model's
+        except self._infra as exc:
+            reason = f"tool {name!r} failed (infrastructure): {type(exc).__name__}: {exc}"
+            _log.warning("task %s turn %d: %s", task_id, turn, reason)
+            text = f"Error: {reason}"
+            return ToolOutcome(self._message(call_id, name, text), None, infra_failure=reason)
+        except BaseException as exc:  # any other failure of the handler is the model's
             return failed("exception", f"tool {name!r} failed: {type(exc).__name__}: {exc}")
         text = cap_output(to_text(value), self._max_output)
         return ToolOutcome(self._message(call_id, name, text), None)

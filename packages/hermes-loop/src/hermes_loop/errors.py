@@ -12,6 +12,12 @@ The tree (the classes defined elsewhere are named with their module)::
     ├── InvalidMessagesError          (also ValueError) ``run()`` got unusable messages
     ├── ToolDefinitionError           (also ValueError) a bad ``Tool``, or two of one name
     ├── ResultFormatError             (also ValueError) not a saved ``AgentResult``
+    ├── ToolInfrastructureError       a tool handler's failure that is not the model's
+    ├── dispatch.ToolNotStartedError  a blocking handler got no thread in time
+    ├── tokenizer.TokenizerUnavailableError  (also ImportError) ``tokenizers`` missing
+    ├── server.ScriptError            (also ValueError) a script the server cannot play
+    ├── server.ScriptExhaustedError   (also LookupError) the script has no turn left
+    ├── server.ServerStartError       (also RuntimeError) the server did not start
     └── toolsets.UnknownToolsetError  (also KeyError) an unregistered toolset name
 
 Arguments out of range at construction (``max_turns=0``, ``concurrency=0``) raise plain
@@ -29,6 +35,7 @@ __all__ = [
     "InvalidMessagesError",
     "ResultFormatError",
     "ToolDefinitionError",
+    "ToolInfrastructureError",
 ]
 
 EndpointErrorKind = Literal[
@@ -66,3 +73,9 @@ class ToolDefinitionError(HermesLoopError, ValueError):
 
 class ResultFormatError(HermesLoopError, ValueError):
     """A file or dict is not a saved ``AgentResult``."""
+
+
+class ToolInfrastructureError(HermesLoopError):
+    """Raised by a tool handler whose failure is the infrastructure's, not the model's
+    (the machine it drives is gone, a service it needs is down): the rollout ends with
+    ``stop_reason="infra_error"`` (kind ``tool_infra``) instead of going on."""

@@ -45,6 +45,11 @@ class AgentLoop:
             exit, so a hung handler cannot hold the process) and shuts it down in
             ``aclose()``.
         system_prompt: prepended as a system message when the input has none.
+        infra_exceptions: exception types that, raised by a tool handler, are the
+            infrastructure's failure rather than the model's (e.g.
+            ``hermes_sandbox.SandboxError``): the rollout ends with
+            ``stop_reason="infra_error"`` (kind ``tool_infra``). ``ToolInfrastructureError``
+            always counts.
 
     Use as ``async with AgentLoop(...) as loop: result = await loop.run(messages)``;
     one loop may run many rollouts, concurrently.
@@ -65,6 +70,7 @@ class AgentLoop:
         executor: Executor | None = None,
         tool_pool_size: int = 128,
         system_prompt: str | None = None,
+        infra_exceptions: tuple[type[BaseException], ...] = (),
     ) -> None:
         if max_turns < 1:
             raise ValueError(f"max_turns must be at least 1, got {max_turns}")
@@ -81,6 +87,7 @@ class AgentLoop:
             concurrency=tool_concurrency,
             timeout=tool_timeout,
             max_output_chars=max_tool_output_chars,
+            infra_exceptions=infra_exceptions,
         )
         self._schemas = self.tools.schemas() or None
 
@@ -148,6 +155,8 @@ class AgentLoop:
                     errors.append(outcome.error)
                 if outcome.not_run is not None and infra is None:
                     infra = InfraError("tool_not_started", outcome.not_run, turn)
+                if outcome.infra_failure is not None and infra is None:
+                    infra = InfraError("tool_infra", outcome.infra_failure, turn)
             if infra is not None:
                 stop = "infra_error"
                 break

@@ -25,9 +25,10 @@ StopReason = Literal["natural", "max_turns", "infra_error", "budget"]
 ToolErrorKind = Literal["unknown_tool", "invalid_arguments", "exception", "timeout"]
 """How a tool call failed, as the model is told."""
 
-InfraErrorKind = EndpointErrorKind | Literal["tool_not_started"]
-"""How the infrastructure failed: an ``EndpointErrorKind``, or ``tool_not_started`` (a
-blocking tool handler got no thread within its timeout)."""
+InfraErrorKind = EndpointErrorKind | Literal["tool_not_started", "tool_infra"]
+"""How the infrastructure failed: an ``EndpointErrorKind``, ``tool_not_started`` (a
+blocking tool handler got no thread within its timeout) or ``tool_infra`` (a handler
+raised ``ToolInfrastructureError`` or one of the loop's ``infra_exceptions``)."""
 
 
 @dataclass(frozen=True, slots=True)
