@@ -172,7 +172,8 @@ KILLED_CHILD = textwrap.dedent(
     from hermes_sandbox import create_sandbox
 
     async def main():
-        sandbox = await create_sandbox("local", task_id="orphan").start()
+        isolation = sys.argv[2]
+        sandbox = await create_sandbox("local", task_id="orphan", isolation=isolation).start()
         await sandbox.exec(f"(exec -a {sys.argv[1]} sleep 300) &")
         print(sandbox.root, flush=True)
         os.kill(os.getpid(), signal.SIGKILL)  # no close, no atexit: what kill -9 leaves
@@ -182,19 +183,25 @@ KILLED_CHILD = textwrap.dedent(
 )
 
 
-def test_reap_orphans_removes_what_a_killed_process_left(tmp_path: Path) -> None:
-    from hermes_sandbox.backends.local import LocalSandbox, reap_orphans
-
-    name = f"hermes-orphan-{uuid.uuid4().hex[:10]}"
+def kill_9_child(name: str, tmp_path: Path, isolation: str = "none") -> str:
+    """Run a child that starts a local sandbox in ``tmp_path`` with a background process
+    named ``name``, then SIGKILLs itself; the sandbox's root directory."""
     child = subprocess.run(
-        [sys.executable, "-c", KILLED_CHILD, name],
+        [sys.executable, "-c", KILLED_CHILD, name, isolation],
         capture_output=True,
         text=True,
         timeout=60,
         env={**os.environ, "TMPDIR": str(tmp_path)},
     )
     assert child.returncode == -signal.SIGKILL, child.stderr
-    root = child.stdout.strip()
+    return child.stdout.strip()
+
+
+def test_reap_orphans_removes_what_a_killed_process_left(tmp_path: Path) -> None:
+    from hermes_sandbox.backends.local import LocalSandbox, reap_orphans
+
+    name = f"hermes-orphan-{uuid.uuid4().hex[:10]}"
+    root = kill_9_child(name, tmp_path)
     assert Path(root).parent == tmp_path
     assert Path(root).is_dir()
     assert len(host_processes(name)) == 1  # the orphan still runs

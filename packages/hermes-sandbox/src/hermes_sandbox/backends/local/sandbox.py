@@ -274,7 +274,11 @@ class LocalSandbox(Sandbox):
         argv = [self._bash, "-c", self._join + script]
         command: Command
         if self._namespace is not None:
-            command = await self._namespace.run(argv, env, collector)
+            try:
+                command = await self._namespace.run(argv, env, collector)
+            except SandboxClosedError:
+                await self._died()
+                raise
         else:
             try:
                 pid, output = spawn(self._bash, argv, env, self._close_fds)
@@ -299,13 +303,19 @@ class LocalSandbox(Sandbox):
         # A background job may still hold the output pipe: drain and discard from now on.
         command.collector = None
         if self._namespace is not None and self._namespace.dead and not self.closed:
+            await self._died()
             raise SandboxClosedError(
                 f"sandbox {self.task_id} died (its namespace ended; a command may have "
-                "killed the sandbox's own processes)"
+                "killed the sandbox's own processes); it was closed"
             )
         code = command.returncode
         exit_code = 124 if timed_out or code is None else exit_status(code)
         return ExecResult(collector.text(), exit_code, timed_out, collector.truncated)
+
+    async def _died(self) -> None:
+        """The namespace ended by itself: close the sandbox (a pool then makes a new one)."""
+        with contextlib.suppress(Exception):
+            await finish(self.close())
 
     async def _kill_tree(self, command: Command, mark: str) -> None:
         if self._namespace is not None:
