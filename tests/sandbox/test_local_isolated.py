@@ -17,6 +17,7 @@ import pytest
 
 from hermes_sandbox import SandboxClosedError, SandboxStartError, create_sandbox
 from hermes_sandbox.backends.local import LocalSandbox, reap_orphans
+from hermes_sandbox.backends.local.isolation import Namespace
 from tests.sandbox.test_conformance import host_processes
 from tests.sandbox.test_exit import kill_9_child
 
@@ -165,12 +166,19 @@ async def test_auto_isolates_where_bubblewrap_is_installed() -> None:
 
 
 async def test_a_bubblewrap_failure_is_reported_at_start(tmp_path: Path) -> None:
-    # A workdir that cannot be bound (its parent is a file) fails inside bubblewrap.
-    blocker = tmp_path / "file"
-    blocker.write_text("")
-    with pytest.raises(SandboxStartError, match="local"):
-        async with local("bwrap", workdir=str(blocker / "work")):
-            pass
+    # A program that exits at once in place of bwrap: start says it failed, and how.
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    with pytest.raises(SandboxStartError, match="No permissions to create new namespace"):
+        await Namespace.start(
+            bwrap=str(fake),
+            writable=[str(tmp_path)],
+            home=str(tmp_path),
+            network=False,
+            log_path=str(tmp_path / "bwrap.log"),
+            cgroup_procs=None,
+        )
 
 
 def test_kill_9_of_the_owner_takes_the_isolated_sandbox_with_it(tmp_path: Path) -> None:

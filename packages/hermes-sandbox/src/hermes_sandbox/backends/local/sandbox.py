@@ -69,7 +69,7 @@ class LocalSandbox(Sandbox):
     Options: the common ``SandboxOptions`` fields, and ``isolation``: ``"none"`` (the
     default: commands run directly on the host), ``"bwrap"`` (in their own namespaces
     through bubblewrap; an error at start where that cannot run) or ``"auto"`` (``bwrap``
-    where bubblewrap is installed, else ``none``, with a log warning). ``pids_limit``
+    where bubblewrap is installed and works, else ``none``, with a log warning). ``pids_limit``
     holds in both modes through a cgroup; where no cgroup can be made, ``start`` raises
     ``SandboxStartError``. ``network`` is honoured by the isolated mode only (plain
     commands use the host's network). ``image`` is ignored; ``cpus`` and ``memory_mb`` are
@@ -147,7 +147,21 @@ class LocalSandbox(Sandbox):
         try:
             self._make_cgroup(isolated=bwrap is not None)
             if bwrap is not None:
-                await self._start_namespace(bwrap)
+                try:
+                    await self._start_namespace(bwrap)
+                except SandboxStartError as exc:
+                    if self._isolation != "auto":
+                        raise
+                    _log.warning(
+                        "local sandbox %s: isolation='auto' runs commands directly on this "
+                        "host, because bubblewrap cannot run here: %s",
+                        self.task_id,
+                        exc,
+                    )
+                    if self._cgroup is not None:
+                        self._cgroup.remove(_GONE_WAIT)
+                        self._cgroup = None
+                    self._make_cgroup(isolated=False)
         except BaseException:
             self._teardown()
             raise
@@ -176,26 +190,25 @@ class LocalSandbox(Sandbox):
         return bwrap
 
     def _make_cgroup(self, *, isolated: bool) -> None:
-        """The sandbox's cgroup: always where one can be made (``close`` then kills
-        everything at once), and required for ``pids_limit``.
+        """The sandbox's cgroup, for ``pids_limit``. The isolated mode joins it once, at
+        start; a plain command joins it as its first action, which costs a cgroup
+        migration per command (about 10 ms on cgroup v1), so none is made without a limit.
 
         Raises:
             SandboxStartError: if ``pids_limit`` is set and no cgroup can be made.
         """
         limit = self.options.pids_limit
-        if isolated and limit is None:
-            return  # the namespace's pid 1 already takes everything with it
-        if limit is not None and isolated:
+        if limit is None:
+            return
+        if isolated:
             limit += HELPER_PROCESSES
         try:
             self._cgroup = PidsCgroup.create(self._name, limit)
         except CgroupUnavailableError as exc:
-            if limit is not None:
-                raise SandboxStartError(
-                    f"local: cannot enforce pids_limit={self.options.pids_limit}: {exc}; "
-                    "leave pids_limit unset or use the docker backend"
-                ) from exc
-            return
+            raise SandboxStartError(
+                f"local: cannot enforce pids_limit={self.options.pids_limit}: {exc}; "
+                "leave pids_limit unset or use the docker backend"
+            ) from exc
         if not isolated:
             self._join = self._cgroup.join_line()
 
