@@ -1,15 +1,20 @@
 """The program that runs inside an isolated local sandbox and starts its commands.
 
-The owner's side imports this module too, for the wire format (``encode``, ``Decoder``)
+The owner's side imports this module too, for the wire format (``frame``, ``Decoder``)
 and ``spawn_session``, which the plain mode uses as well.
 
-``python -I -S helper.py FD [CLOSE...]``: ``FD`` is a stream socket to the sandbox's owner. It runs
-in the sandbox's namespaces with no capabilities (bubblewrap dropped them), so what it
-starts and opens sees exactly what the sandbox sees. Stdlib only; it imports nothing of
-hermes_sandbox, so it starts fast and works from a read-only file system.
+``python -I -S helper.py FD [CLOSE...]``: ``FD`` is a stream socket to the sandbox's
+owner. It runs in the sandbox's namespaces with no capabilities (bubblewrap dropped
+them), so what it starts and opens sees exactly what the sandbox sees. It imports
+nothing of hermes_sandbox and as little of the stdlib as it can (no ``json``, ``socket``,
+``signal`` or ``typing``: with ``enum`` and ``re`` they cost more than the interpreter's
+own start): it is part of every
+isolated sandbox's start.
 
-Messages both ways are frames: a 4-byte big-endian length, then a JSON object. A
-descriptor travels with a frame as ``SCM_RIGHTS`` data. Requests:
+Messages both ways are frames: a 4-byte big-endian length, then the message; a
+descriptor travels with a frame as ``SCM_RIGHTS`` data. Requests (owner to helper) are
+``marshal``-ed dicts (the helper trusts its owner); answers are JSON objects (the owner
+does not trust what runs in the sandbox, and parses them with ``json``). Requests:
 
 - ``{"op": "run", "id": N, "argv": [...], "env": {...}}`` with the output pipe's write
   end: start ``argv`` in a new session (stdin ``/dev/null``, stdout and stderr into the
@@ -27,18 +32,17 @@ then ends, and the kernel kills every process left in the namespace.
 
 from __future__ import annotations
 
-import json
+import _signal as signal  # type: ignore[import-not-found]  # C modules: no enum import
+import _socket
+import marshal
 import os
 import select
-import signal
-import socket
 import stat
 import sys
 
-# Imports are kept to the fewest (no typing, no contextlib): the helper's start is part of
-# every isolated sandbox's start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 _MARKER = "HERMES_SANDBOX_MARKER"
@@ -76,30 +80,48 @@ def spawn_session(
     )
 
 
-def encode(message: dict[str, Any], fd: int = -1) -> tuple[bytes, list[tuple[int, int, bytes]]]:
-    """A message as a frame (length, then JSON) and the ancillary data carrying ``fd``."""
-    data = json.dumps(message).encode()
+def frame(data: bytes, fd: int = -1) -> tuple[bytes, list[tuple[int, int, bytes]]]:
+    """``data`` as a frame, and the ancillary data carrying ``fd`` (if any) with it."""
     ancillary = []
     if fd >= 0:
-        ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fd.to_bytes(4, sys.byteorder))]
+        ancillary = [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fd.to_bytes(4, sys.byteorder))]
     return len(data).to_bytes(4, "big") + data, ancillary
+
+
+def as_json(message: dict[str, int | str]) -> bytes:
+    """A flat message of ints and strings as a JSON object (no ``json`` import)."""
+    parts = []
+    for key, value in message.items():
+        text = str(value) if isinstance(value, int) else _json_string(value)
+        parts.append(f"{_json_string(key)}: {text}")
+    return ("{" + ", ".join(parts) + "}").encode()
+
+
+def _json_string(text: str) -> str:
+    escaped = "".join(
+        c if c >= " " and c not in '"\\' and not "\ud800" <= c <= "\udfff" else f"\\u{ord(c):04x}"
+        for c in text
+    )
+    return f'"{escaped}"'
 
 
 class Decoder:
     """Turns what ``recvmsg`` gives into messages and the descriptors they carried."""
 
-    def __init__(self) -> None:
+    def __init__(self, loads: Callable[[bytes], Any]) -> None:
+        self.loads = loads
         self.buffer = bytearray()
         self.fds: list[int] = []
 
     def feed(self, data: bytes, ancillary: list[tuple[int, int, bytes]]) -> list[Any]:
-        """The messages completed by ``data``; its descriptors join ``fds`` in order.
+        """The messages completed by ``data`` (each decoded with ``loads``); its
+        descriptors join ``fds`` in order.
 
         Raises:
-            ValueError: if a frame is not JSON.
+            ValueError: if a frame does not decode.
         """
         for level, kind, payload in ancillary:
-            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
                 usable = len(payload) - len(payload) % 4
                 self.fds.extend(
                     int.from_bytes(payload[i : i + 4], sys.byteorder) for i in range(0, usable, 4)
@@ -110,25 +132,25 @@ class Decoder:
             size = int.from_bytes(self.buffer[:4], "big")
             if len(self.buffer) < 4 + size:
                 break
-            messages.append(json.loads(self.buffer[4 : 4 + size]))
+            messages.append(self.loads(bytes(self.buffer[4 : 4 + size])))
             del self.buffer[: 4 + size]
         return messages
 
 
 class Helper:
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: _socket.socket) -> None:
         self.sock = sock
         self.poller = select.poll()
         self.poller.register(sock.fileno(), select.POLLIN)
-        self.decoder = Decoder()
+        self.decoder = Decoder(marshal.loads)
         self.watches: dict[int, tuple[int, int]] = {}  # pidfd -> (id, pid)
         self.running: dict[int, int] = {}  # id -> pid
 
-    def send(self, message: dict[str, Any], fd: int = -1) -> None:
-        frame, ancillary = encode(message, fd)
-        sent = self.sock.sendmsg([frame], ancillary)
-        if sent < len(frame):
-            self.sock.sendall(frame[sent:])
+    def send(self, message: dict[str, int | str], fd: int = -1) -> None:
+        data, ancillary = frame(as_json(message), fd)
+        sent = self.sock.sendmsg([data], ancillary)
+        if sent < len(data):
+            self.sock.sendall(data[sent:])
 
     def serve(self) -> None:
         self.send({"op": "ready"})
@@ -141,7 +163,7 @@ class Helper:
                     self.reap(fd)
 
     def receive(self) -> bool:
-        data, ancillary, _, _ = self.sock.recvmsg(1 << 16, socket.CMSG_SPACE(MAX_FDS * 4))
+        data, ancillary, _, _ = self.sock.recvmsg(1 << 16, _socket.CMSG_SPACE(MAX_FDS * 4))
         for message in self.decoder.feed(data, ancillary):
             self.handle(message)
         return bool(data)
@@ -231,8 +253,8 @@ def main() -> None:
             os.close(int(extra))
         except OSError:
             pass
-    sock = socket.socket(fileno=int(sys.argv[1]))
-    sock.set_inheritable(False)
+    sock = _socket.socket(fileno=int(sys.argv[1]))
+    os.set_inheritable(sock.fileno(), False)
     sock.setblocking(True)
     try:  # noqa: SIM105 (no contextlib: see the imports)
         Helper(sock).serve()

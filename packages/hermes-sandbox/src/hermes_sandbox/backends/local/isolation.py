@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import errno
 import json
+import marshal
 import os
 import shlex
 import shutil
@@ -33,18 +34,22 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hermes_sandbox.backends.local.helper import MAX_FDS, Decoder, encode
+from hermes_sandbox.backends.local.helper import MAX_FDS, Decoder, frame
 from hermes_sandbox.backends.local.process import ChildCommand, Command, inheritable_fds
 from hermes_sandbox.errors import SandboxClosedError, SandboxError, SandboxStartError
 from hermes_sandbox.output import OutputCollector
 
-__all__ = ["HELPER_PROCESSES", "Namespace", "find_bwrap"]
+__all__ = ["HELPER_PROCESSES", "BwrapFailedError", "Namespace", "find_bwrap"]
 
 #: Processes of the isolated mode itself in the sandbox's cgroup (bwrap twice, the helper).
 HELPER_PROCESSES = 3
 _HELPER = str(Path(__file__).with_name("helper.py"))
 # How long start waits for the helper to be ready.
 _START_TIMEOUT = 30.0
+
+
+class BwrapFailedError(SandboxStartError):
+    """bubblewrap exited before the sandbox was ready; the message has its own words."""
 
 
 def find_bwrap() -> str | None:
@@ -65,7 +70,7 @@ class Namespace:
         self._opens: dict[int, asyncio.Future[int]] = {}
         self._ready: asyncio.Future[None] = loop.create_future()
         self._ids = 0
-        self._decoder = Decoder()
+        self._decoder = Decoder(json.loads)
         self._send_lock = asyncio.Lock()
         self._bwrap_watch: Command | None = None
 
@@ -92,8 +97,8 @@ class Namespace:
             cgroup_procs: a ``cgroup.procs`` file the sandbox joins before it starts.
 
         Raises:
-            SandboxStartError: if bubblewrap fails (with its message) or the helper does
-                not answer.
+            BwrapFailedError: if bubblewrap fails (with its message).
+            SandboxStartError: if the helper does not answer.
         """
         loop = asyncio.get_running_loop()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -163,7 +168,7 @@ class Namespace:
                 finally:
                     ended.cancel()
                 if not made._ready.done() or made._ready.exception() is not None:
-                    raise SandboxStartError(
+                    raise BwrapFailedError(
                         "local isolated: bubblewrap failed: "
                         + (_tail(log_path) or f"exit status {watch.returncode}")
                         + "; install bubblewrap (apt-get install bubblewrap) and allow user "
@@ -313,18 +318,18 @@ class Namespace:
 
     # the socket ---------------------------------------------------------------------
     async def _send(self, message: dict[str, object], fd: int = -1) -> None:
-        frame, ancillary = encode(message, fd)
+        packet, ancillary = frame(marshal.dumps(message), fd)
         async with self._send_lock:
             self._check_alive()
             # The descriptor travels with the frame's first bytes; the rest may follow.
             while True:
                 try:
-                    sent = self.sock.sendmsg([frame], ancillary)
+                    sent = self.sock.sendmsg([packet], ancillary)
                     break
                 except BlockingIOError:
                     await _writable(self.loop, self.sock)
-            if sent < len(frame):
-                await self.loop.sock_sendall(self.sock, frame[sent:])
+            if sent < len(packet):
+                await self.loop.sock_sendall(self.sock, packet[sent:])
 
     def _on_message(self) -> None:
         try:

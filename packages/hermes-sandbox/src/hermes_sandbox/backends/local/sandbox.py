@@ -18,7 +18,12 @@ from pathlib import Path
 from typing import Literal
 
 from hermes_sandbox.backends.local.cgroup import CgroupUnavailableError, PidsCgroup
-from hermes_sandbox.backends.local.isolation import HELPER_PROCESSES, Namespace, find_bwrap
+from hermes_sandbox.backends.local.isolation import (
+    HELPER_PROCESSES,
+    BwrapFailedError,
+    Namespace,
+    find_bwrap,
+)
 from hermes_sandbox.backends.local.process import (
     ChildCommand,
     Command,
@@ -59,6 +64,8 @@ _EOF_GRACE = 0.1
 _KILL_WAIT = 5.0
 # At close, how long to wait for the killed processes to be gone before removing things.
 _GONE_WAIT = 5.0
+# Starts of bubblewrap before its failure is reported.
+_BWRAP_ATTEMPTS = 3
 _UNSUPPORTED_LIMITS = ("cpus", "memory_mb")
 _OPTIONS = ("isolation",)
 
@@ -216,14 +223,25 @@ class LocalSandbox(Sandbox):
         writable = [self._root, self._state_dir]
         if not _inside(self.workdir, self._root):
             writable.append(self.workdir)
-        self._namespace = await Namespace.start(
-            bwrap=bwrap,
-            writable=writable,
-            home=self._root,
-            network=self.options.network,
-            log_path=os.path.join(self._state_dir, "bwrap.log"),
-            cgroup_procs=None if self._cgroup is None else self._cgroup.procs_file,
-        )
+        for attempt in range(_BWRAP_ATTEMPTS):
+            try:
+                self._namespace = await Namespace.start(
+                    bwrap=bwrap,
+                    writable=writable,
+                    home=self._root,
+                    network=self.options.network,
+                    log_path=os.path.join(self._state_dir, "bwrap.log"),
+                    cgroup_procs=None if self._cgroup is None else self._cgroup.procs_file,
+                )
+                return
+            except BwrapFailedError as exc:
+                # Making the read-only view of / remounts every mount below it; one that
+                # comes or goes meanwhile (a container starting) fails that once.
+                if attempt + 1 == _BWRAP_ATTEMPTS:
+                    raise
+                _log.info(
+                    "local sandbox %s: bubblewrap failed, trying again: %s", self.task_id, exc
+                )
 
     async def _close(self) -> None:
         # Killing starts no thread (a fork bomb may have used up the process ids); the
