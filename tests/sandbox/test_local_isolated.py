@@ -195,3 +195,13 @@ async def test_concurrent_execs_in_one_isolated_sandbox() -> None:
     async with local("bwrap") as sandbox:
         results = await asyncio.gather(*(sandbox.exec(f"echo {i}") for i in range(20)))
         assert [r.output for r in results] == [f"{i}\n" for i in range(20)]
+
+
+async def test_concurrent_commands_get_only_their_own_descriptors() -> None:
+    # Output pipes of commands started together must not leak into one another.
+    async with local("bwrap") as sandbox:
+        results = await asyncio.gather(*(sandbox.exec("ls /proc/$$/fd") for _ in range(30)))
+        assert {r.output for r in results} == {"0\n1\n2\n"}
+        await sandbox.write_file("f", "x")
+        listed = await sandbox.exec("ls /proc/$$/fd")  # nor do files opened for file tools
+        assert listed.output == "0\n1\n2\n"

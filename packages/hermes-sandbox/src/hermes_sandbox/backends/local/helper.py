@@ -46,6 +46,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 _MARKER = "HERMES_SANDBOX_MARKER"
+# Received descriptors are close-on-exec from the start (Linux).
+_CLOEXEC = getattr(_socket, "MSG_CMSG_CLOEXEC", 0)
 #: Most descriptors one message may carry.
 MAX_FDS = 16
 #: Signals Python ignores that a command must get back (as Popen's restore_signals does).
@@ -123,9 +125,12 @@ class Decoder:
         for level, kind, payload in ancillary:
             if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
                 usable = len(payload) - len(payload) % 4
-                self.fds.extend(
-                    int.from_bytes(payload[i : i + 4], sys.byteorder) for i in range(0, usable, 4)
-                )
+                for i in range(0, usable, 4):
+                    fd = int.from_bytes(payload[i : i + 4], sys.byteorder)
+                    # Received descriptors are inheritable: a process started before this
+                    # one is used would get it (another command's output pipe).
+                    os.set_inheritable(fd, False)
+                    self.fds.append(fd)
         self.buffer += data
         messages = []
         while len(self.buffer) >= 4:
@@ -163,7 +168,9 @@ class Helper:
                     self.reap(fd)
 
     def receive(self) -> bool:
-        data, ancillary, _, _ = self.sock.recvmsg(1 << 16, _socket.CMSG_SPACE(MAX_FDS * 4))
+        data, ancillary, _, _ = self.sock.recvmsg(
+            1 << 16, _socket.CMSG_SPACE(MAX_FDS * 4), _CLOEXEC
+        )
         for message in self.decoder.feed(data, ancillary):
             self.handle(message)
         return bool(data)

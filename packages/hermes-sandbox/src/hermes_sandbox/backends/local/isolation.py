@@ -333,7 +333,9 @@ class Namespace:
 
     def _on_message(self) -> None:
         try:
-            data, ancillary, _, _ = self.sock.recvmsg(1 << 16, socket.CMSG_SPACE(MAX_FDS * 4))
+            data, ancillary, _, _ = self.sock.recvmsg(
+                1 << 16, socket.CMSG_SPACE(MAX_FDS * 4), getattr(socket, "MSG_CMSG_CLOEXEC", 0)
+            )
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
