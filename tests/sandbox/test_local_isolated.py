@@ -205,3 +205,15 @@ async def test_concurrent_commands_get_only_their_own_descriptors() -> None:
         await sandbox.write_file("f", "x")
         listed = await sandbox.exec("ls /proc/$$/fd")  # nor do files opened for file tools
         assert listed.output == "0\n1\n2\n"
+
+
+async def test_file_errors_name_the_path_and_leave_nothing_behind(tmp_path: Path) -> None:
+    async with local("bwrap") as sandbox:
+        with pytest.raises(FileNotFoundError, match=r"nowhere\.txt"):
+            await sandbox.download_file("nowhere.txt", tmp_path / "out.txt")
+        assert not (tmp_path / "out.txt").exists()
+        with pytest.raises(FileNotFoundError):
+            await sandbox.upload_file(tmp_path / "missing.txt", "copy.txt")
+        assert (await sandbox.exec("ls")).output == ""  # no empty copy.txt
+        with pytest.raises(IsADirectoryError):
+            await sandbox.read_file(".")

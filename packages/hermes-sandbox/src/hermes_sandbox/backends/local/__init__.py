@@ -26,8 +26,8 @@ Process limits (both modes): ``pids_limit`` is enforced by a cgroup with the pid
 controller made for the sandbox (``cgroup.py``); where none can be made, ``start`` raises
 ``SandboxStartError`` saying why, rather than running without the limit. The isolated
 mode joins the cgroup once, at start; a plain command joins it as its first action, a
-cgroup migration per command (about 10 ms on cgroup v1), so prefer the isolated mode
-with a limit.
+cgroup migration per command (free on an idle machine; it waits for an RCU grace
+period, about 10 ms under heavy load), so prefer the isolated mode with a limit.
 
 Killing a command's whole process tree (at its timeout, when the awaiting task is
 cancelled): ``SIGKILL`` to its process group, then every process whose environment

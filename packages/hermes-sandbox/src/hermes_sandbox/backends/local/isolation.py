@@ -254,6 +254,10 @@ class Namespace:
         try:
             await self._send({"op": "open", "id": ident, "path": path, "write": write})
             return await answer
+        except OSError as exc:
+            if exc.filename:
+                raise
+            raise OSError(exc.errno, exc.strerror, path) from None
         except BaseException:
             if answer.done() and not answer.cancelled() and answer.exception() is None:
                 os.close(answer.result())  # opened, but nobody will use it
