@@ -217,3 +217,22 @@ async def test_file_errors_name_the_path_and_leave_nothing_behind(tmp_path: Path
         assert (await sandbox.exec("ls")).output == ""  # no empty copy.txt
         with pytest.raises(IsADirectoryError):
             await sandbox.read_file(".")
+
+
+def test_an_isolated_sandbox_outlives_the_event_loop_that_started_it() -> None:
+    sandbox = local("bwrap")
+
+    async def first() -> str:
+        await sandbox.start()
+        return (await sandbox.exec("export A=1; sleep 30 & echo background")).output
+
+    async def second() -> tuple[str, bytes]:
+        try:
+            await sandbox.write_file("f", "x")
+            return (await sandbox.exec('echo "$A"')).output, await sandbox.read_file("f")
+        finally:
+            await sandbox.close()
+
+    assert asyncio.run(first()) == "background\n"
+    assert asyncio.run(second()) == ("1\n", b"x")
+    assert not os.path.exists(sandbox.root)

@@ -204,6 +204,7 @@ class Namespace:
             SandboxClosedError: if the sandbox died.
         """
         self._check_alive()
+        self._bind()
         self._ids += 1
         ident = self._ids
         read_end, write_end = os.pipe()
@@ -247,6 +248,7 @@ class Namespace:
             SandboxClosedError: if the sandbox died.
         """
         self._check_alive()
+        self._bind()
         self._ids += 1
         ident = self._ids
         answer: asyncio.Future[int] = self.loop.create_future()
@@ -273,27 +275,68 @@ class Namespace:
             if pid > 0:
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
-        self._mark_dead()
+        # What belongs to the event loop is touched on its thread (``close_now`` may run
+        # in another one, or after the loop closed).
+        try:
+            on_loop = asyncio.get_running_loop() is self.loop
+        except RuntimeError:
+            on_loop = False
+        if on_loop or self.loop.is_closed():
+            self._mark_dead()
+            return
+        try:
+            self.loop.call_soon_threadsafe(self._mark_dead)
+        except RuntimeError:  # closed meanwhile
+            self._mark_dead()
 
     async def wait_gone(self, timeout: float) -> bool:
         """Wait for bubblewrap to exit, which it does once every process of the sandbox
-        is gone; whether it did."""
-        watch = self._bwrap_watch
-        if watch is None:
-            return True
-        return await watch.wait(timeout, eof=False)
+        is gone; whether it did (on any event loop)."""
+        deadline = time.monotonic() + timeout
+        while not self._reaped():
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(0.005)
+        return True
 
     def wait_gone_now(self, timeout: float) -> None:
         """``wait_gone`` without an event loop (blocking; for ``close_now``)."""
         deadline = time.monotonic() + timeout
-        while self.bwrap_pid > 0 and time.monotonic() < deadline:
-            try:
-                pid, _ = os.waitpid(self.bwrap_pid, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid:
-                return
-            time.sleep(0.01)
+        while not self._reaped() and time.monotonic() < deadline:
+            time.sleep(0.005)
+
+    def _reaped(self) -> bool:
+        """Whether bubblewrap has exited (reaping it if it has)."""
+        watch = self._bwrap_watch
+        if self.bwrap_pid <= 0 or (watch is not None and watch.exited):
+            return True
+        try:
+            pid, _ = os.waitpid(self.bwrap_pid, os.WNOHANG)
+        except ChildProcessError:  # reaped by the start's watch
+            return True
+        return pid != 0
+
+    def _bind(self) -> None:
+        """Serve the running event loop: the socket moves to it when the loop that used
+        it before has stopped (a program that calls ``asyncio.run`` twice).
+
+        Raises:
+            SandboxError: if another event loop that uses this sandbox still runs.
+        """
+        loop = asyncio.get_running_loop()
+        if loop is self.loop:
+            return
+        if self.loop.is_running():
+            raise SandboxError(
+                "this isolated local sandbox belongs to another event loop, which still "
+                "runs; use it from that loop (e.g. await the async methods there)"
+            )
+        with contextlib.suppress(Exception):  # a closed loop's selector is gone already
+            self.loop.remove_reader(self.sock.fileno())
+        self.loop = loop
+        self._send_lock = asyncio.Lock()
+        if not self.dead:
+            loop.add_reader(self.sock.fileno(), self._on_message)
 
     def _mark_dead(self) -> None:
         if self.dead:
