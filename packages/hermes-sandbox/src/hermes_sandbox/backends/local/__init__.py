@@ -48,8 +48,8 @@ Paths in the sandbox are host paths. ``workdir`` defaults to a fresh temporary d
 (also ``HOME``), removed by ``close``; a ``workdir`` given in the options is created if
 missing and left in place. cwd and exports carry over through ``shell.wrap_command``.
 
-A process killed with SIGKILL closes nothing: isolated sandboxes die with it
-(bubblewrap's ``--die-with-parent``); ``reap_orphans()`` removes what the sandboxes of
+A process killed with SIGKILL closes nothing: isolated sandboxes die with it (their
+helper's socket closes); ``reap_orphans()`` removes what the sandboxes of
 dead processes left (their directories and cgroups, named after the owning process id,
 and any of their commands still running).
 """

@@ -26,8 +26,9 @@ does not trust what runs in the sandbox, and parses them with ``json``). Request
   writing (parents made, truncated); answered ``{"id": N}`` with the descriptor, or
   ``{"id": N, "errno": E, "error": text}``.
 
-It sends ``{"op": "ready"}`` first, and exits when the socket closes: the sandbox's pid 1
-then ends, and the kernel kills every process left in the namespace.
+It sends ``{"op": "ready"}`` first. When the socket closes (the owner closed the sandbox
+or died, even by SIGKILL), it kills every process of its pid namespace and exits; the
+sandbox's pid 1 then ends, and with it the namespace.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 _MARKER = "HERMES_SANDBOX_MARKER"
+# The helper's pid in its namespace (bubblewrap's reaper is pid 1).
+_PID_IN_SANDBOX = 2
 # Received descriptors are close-on-exec from the start (Linux).
 _CLOEXEC = getattr(_socket, "MSG_CMSG_CLOEXEC", 0)
 #: Most descriptors one message may carry.
@@ -255,7 +258,8 @@ class Helper:
 
 
 def main() -> None:
-    for extra in sys.argv[2:]:  # descriptors the helper must not pass on (bwrap's info pipe)
+    # argv: the socket's descriptor, then descriptors to close (bwrap's info pipe).
+    for extra in sys.argv[2:]:
         try:  # noqa: SIM105 (no contextlib: see the imports)
             os.close(int(extra))
         except OSError:
@@ -263,10 +267,16 @@ def main() -> None:
     sock = _socket.socket(fileno=int(sys.argv[1]))
     os.set_inheritable(sock.fileno(), False)
     sock.setblocking(True)
-    try:  # noqa: SIM105 (no contextlib: see the imports)
+    try:
         Helper(sock).serve()
     except (BrokenPipeError, ConnectionResetError):
         pass
+    finally:
+        # The owner is gone (or closed the sandbox): end every process of the sandbox.
+        # bubblewrap's pid 1 waits for all of them before it exits, which ends the
+        # namespace; -1 reaches only this pid namespace, so check that there is one.
+        if os.getpid() == _PID_IN_SANDBOX:
+            os.kill(-1, signal.SIGKILL)
 
 
 if __name__ == "__main__":

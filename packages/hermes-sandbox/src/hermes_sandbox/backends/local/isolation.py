@@ -13,7 +13,8 @@ pipes are made here and handed over, so output is read as in the plain mode.
 
 Teardown needs no thread and no ``/proc`` sweep: SIGKILL to the namespace's pid 1 makes
 the kernel kill every process in it. When the owning process dies (even by SIGKILL),
-bubblewrap's ``--die-with-parent`` and the helper's closed socket do the same.
+the helper sees its socket close and exits, which does the same. (Not bubblewrap's
+``--die-with-parent``: that ties the sandbox to the *thread* that started it.)
 """
 
 from __future__ import annotations
@@ -106,7 +107,6 @@ class Namespace:
         made = cls(loop, ours)
         argv = [
             bwrap,
-            "--die-with-parent",
             "--new-session",
             "--unshare-pid",
             "--unshare-ipc",
