@@ -281,7 +281,7 @@ class Namespace:
             on_loop = asyncio.get_running_loop() is self.loop
         except RuntimeError:
             on_loop = False
-        if on_loop or self.loop.is_closed():
+        if on_loop or not self.loop.is_running():
             self._mark_dead()
             return
         try:
