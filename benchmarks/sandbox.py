@@ -5,6 +5,10 @@ local (always): sandbox create (start) p50/p95; exec round trip of a command aga
 (bar: <= 1.3x; see COMMANDS for the one row shown for information only);
 upload/download of a 50 MB file against ``shutil.copyfile``.
 
+local-iso (when bubblewrap is installed): the same for the local backend's isolated mode
+(``isolation="bwrap"``: own pid/net/mount namespaces); its exec bar is the same 1.3x, as
+its commands pay for the namespace once, at create, not per exec.
+
 docker (only when ``docker info`` answers): create p50/p95 of ``create_sandbox("docker")``,
 cold and taking a ready container from a ``DockerWarmPool``;
 exec round trip against ``docker exec <container> bash -c cmd`` on the same container
@@ -14,7 +18,7 @@ Exec samples of the two sides alternate, so both see the same machine load; the 
 is the median of the per-pair ratios, and the best of the rounds is reported (medians of
 each side's times are shown beside it). Prints a table and exits
 1 if a bar is missed (or a backend that should run fails). Run: ``./dev bench`` or
-``uv run python benchmarks/sandbox.py [--quick] [--backends local,docker]``.
+``uv run python benchmarks/sandbox.py [--quick] [--backends local,local-iso,docker]``.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from pathlib import Path
 
 from hermes_sandbox import Sandbox, create_sandbox
 
-BARS = {"local": 1.3, "docker": 1.0}
+BARS = {"local": 1.3, "local-iso": 1.3, "docker": 1.0}
 # (command, whether the bar applies). The last one changes the session's cwd and ends with
 # a program: a bare ``bash -c`` execs that program in place of itself, while a session
 # shell has to fork it and outlive it to save the cwd and exports afterwards (one process
@@ -163,20 +167,27 @@ def throughput_rows(
     ]  # fmt: skip
 
 
-async def bench_local(settings: Settings, payload: Path, scratch: Path) -> list[Row]:
+async def bench_local(
+    settings: Settings,
+    payload: Path,
+    scratch: Path,
+    *,
+    label: str = "local",
+    isolation: str = "none",
+) -> list[Row]:
     rows = []
-    samples = await creates("local", settings.creates)
-    rows.append(Row("local", "create p50", percentile(samples, 0.5) * 1e3))
-    rows.append(Row("local", "create p95", percentile(samples, 0.95) * 1e3))
-    async with create_sandbox("local") as sandbox:
+    samples = await creates("local", settings.creates, isolation=isolation)
+    rows.append(Row(label, "create p50", percentile(samples, 0.5) * 1e3))
+    rows.append(Row(label, "create p95", percentile(samples, 0.95) * 1e3))
+    async with create_sandbox("local", isolation=isolation) as sandbox:
         for command, barred in COMMANDS:
             argv = ["bash", "-c", command]
             ours, bare, ratio = await exec_ratio(
                 sandbox, command, lambda a=argv: bare_run(a), settings
             )
             rows.append(
-                Row("local", f"exec {command!r} (vs subprocess.run)", ours * 1e3, bare * 1e3,
-                    bar=BARS["local"] if barred else None, paired=ratio)
+                Row(label, f"exec {command!r} (vs subprocess.run)", ours * 1e3, bare * 1e3,
+                    bar=BARS[label] if barred else None, paired=ratio)
             )  # fmt: skip
         up = (
             await timed(lambda: sandbox.upload_file(payload, "bench/in.bin")),
@@ -186,8 +197,12 @@ async def bench_local(settings: Settings, payload: Path, scratch: Path) -> list[
             await timed(lambda: sandbox.download_file("bench/in.bin", scratch / "out.bin")),
             await timed(lambda: shutil.copyfile(scratch / "copy-in.bin", scratch / "copy.bin")),
         )
-    rows.extend(throughput_rows("local", up, down, "shutil.copyfile"))
+    rows.extend(throughput_rows(label, up, down, "shutil.copyfile"))
     return rows
+
+
+async def bench_local_isolated(settings: Settings, payload: Path, scratch: Path) -> list[Row]:
+    return await bench_local(settings, payload, scratch, label="local-iso", isolation="bwrap")
 
 
 def docker_answers() -> str | None:
@@ -273,6 +288,7 @@ async def bench_docker(settings: Settings, payload: Path, scratch: Path) -> list
 
 BACKENDS: dict[str, Callable[[Settings, Path, Path], Awaitable[list[Row]]]] = {
     "local": bench_local,
+    "local-iso": bench_local_isolated,
     "docker": bench_docker,
 }
 
@@ -289,6 +305,9 @@ async def measure(names: list[str], settings: Settings) -> tuple[list[Row], list
             if name == "docker" and (why := docker_answers()) is not None:
                 skipped.append(f"docker: skipped, no daemon answers ({why})")
                 continue
+            if name == "local-iso" and shutil.which("bwrap") is None:
+                skipped.append("local-iso: skipped, bubblewrap is not installed")
+                continue
             scratch = Path(tmp) / f"scratch-{name}"
             scratch.mkdir()
             try:
@@ -300,7 +319,7 @@ async def measure(names: list[str], settings: Settings) -> tuple[list[Row], list
 
 def print_table(rows: list[Row]) -> None:
     header = ("backend", "metric", "ours", "reference", "ratio", "bar", "")
-    widths = (8, 56, 10, 11, 7, 7, 6)
+    widths = (10, 56, 10, 11, 7, 7, 6)
     print("".join(f"{h:<{w}}" for h, w in zip(header, widths, strict=True)))
     for row in rows:
         reference = "" if row.reference is None else f"{row.reference:.2f}"
@@ -320,7 +339,9 @@ def main() -> int:
     cli = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     cli.add_argument("--quick", action="store_true", help="fewer samples and rounds")
     cli.add_argument(
-        "--backends", default="local,docker", help="comma-separated (default: local,docker)"
+        "--backends",
+        default="local,local-iso,docker",
+        help="comma-separated (default: local,local-iso,docker)",
     )
     args = cli.parse_args()
     names = [n.strip() for n in args.backends.split(",") if n.strip()]

@@ -24,7 +24,7 @@ from hermes_loop import AgentLoop, AgentResult, GenerateChatServer, OpenAIChatSe
 from hermes_loop.server import Call, ModelRequest, ModelServer, Policy, Turn
 from hermes_loop.tokenizer import load_tokenizer
 from hermes_parsers.cli import main as parsers_cli
-from hermes_sandbox import SandboxPool
+from hermes_sandbox import SandboxPool, stop_on_sigterm
 
 TASK = "Write the word hello into greeting.txt in your working directory, then show it."
 TERMINAL_SCHEMA = {
@@ -112,4 +112,5 @@ async def run() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(run()))
+    with stop_on_sigterm():  # SIGTERM (kill, timeout) cleans up exactly as Ctrl-C does
+        sys.exit(asyncio.run(run()))

@@ -26,7 +26,7 @@ from hermes_sandbox import (
     default_backends,
     register_backend,
 )
-from hermes_sandbox.backends.local import MARKER_VARIABLE, LocalSandbox, wrap_command_lean
+from hermes_sandbox.backends.local import MARKER_VARIABLE, LocalSandbox
 from hermes_sandbox.output import OutputCollector
 from hermes_sandbox.registry import ENTRY_POINT_GROUP, BackendRegistry
 from hermes_sandbox.shell import wrap_command
@@ -152,9 +152,14 @@ def test_output_dropped_upstream_is_reported_as_truncated() -> None:
         collector.skip(-1)
 
 
-# the shell wrappers -------------------------------------------------------------------
+# the shell wrapper --------------------------------------------------------------------
 Wrapper = Callable[..., str]
-WRAPPERS = {"core": wrap_command, "local-lean": wrap_command_lean}
+#: Every backend's commands go through the one wrapper: with the direct run of stateless
+#: commands, and without it (an env with BASH_FUNC_* turns it off).
+WRAPPERS = {
+    "direct": wrap_command,
+    "always-eval": lambda command, **kw: wrap_command(command, direct=False, **kw),
+}
 
 
 class Session:
@@ -236,24 +241,30 @@ def test_wrapper_sessions_are_separate(tmp_path: Path) -> None:
         assert second.run('pwd; echo "${ONLY_FIRST-no}"') == (f"{second.workdir}\nno\n", 0)
 
 
-def test_lean_wrapper_recreates_a_deleted_workdir(tmp_path: Path) -> None:
-    session = Session(wrap_command_lean, tmp_path)
+def test_wrapper_recreates_a_deleted_workdir(tmp_path: Path) -> None:
+    session = Session(wrap_command, tmp_path)
     session.run("cd sub 2>/dev/null; true")
     session.workdir.rmdir()
     assert session.run("pwd") == (f"{session.workdir}\n", 0)
 
 
-def test_lean_wrapper_runs_the_prelude_after_restoring_state(tmp_path: Path) -> None:
+def test_wrapper_leaves_unsaved_variables_to_each_command(tmp_path: Path) -> None:
     state, work = tmp_path / "s", tmp_path / "w"
 
-    def run(command: str, prelude: str) -> str:
-        script = wrap_command_lean(
-            command, state_dir=str(state), workdir=str(work), prelude=prelude
-        )
-        return subprocess.run(["bash", "-c", script], capture_output=True, text=True).stdout
+    def run(command: str, mark: str) -> str:
+        script = wrap_command(command, state_dir=str(state), workdir=str(work), unsaved=["MARK"])
+        env = {"PATH": os.defpath, "MARK": mark}
+        return subprocess.run(
+            ["bash", "-c", script], env=env, capture_output=True, text=True
+        ).stdout
 
-    run("export MARK=first", "export MARK=prelude-1\n")
-    assert run('echo "$MARK"', "export MARK=prelude-2\n") == "prelude-2\n"
+    assert run("export KEPT=yes; export MARK=changed", "first") == ""
+    assert run('echo "$MARK $KEPT"', "second") == "second yes\n"
+
+
+def test_wrapper_rejects_a_bad_unsaved_name(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="not a shell variable name"):
+        wrap_command("true", state_dir=str(tmp_path), workdir=str(tmp_path), unsaved=["A; rm"])
 
 
 def _sq(text: str) -> str:
@@ -509,8 +520,10 @@ def test_importing_the_package_loads_no_backend_sdk(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"pids_limit": 10}, "cannot enforce pids_limit.*docker"),
+        ({"pids_limit": 0}, "pids_limit must be a positive integer, got 0"),
+        ({"pids_limit": "64"}, "pids_limit must be a positive integer"),
         ({"cpus": 1, "memory_mb": 512}, "cannot enforce cpus, memory_mb"),
+        ({"isolation": "docker"}, "isolation must be one of none, bwrap, auto, got 'docker'"),
         ({"runtime": "runc", "zzz": 1}, "unknown option.*runtime, zzz"),
         ({"workdir": "relative/dir"}, "workdir must be absolute"),
         ({"env": {"A": 1}}, "env\\['A'\\] must be a string"),
@@ -609,10 +622,11 @@ async def test_local_commands_get_only_stdin_stdout_and_stderr() -> None:
 
 def test_local_popen_fallback_spawns_like_posix_spawn() -> None:
     from hermes_sandbox.backends import local
+    from hermes_sandbox.backends.local import process
 
     read_end, write_end = os.pipe()
     try:
-        pid = local._spawn_with_popen(
+        pid = process._spawn_with_popen(
             ["bash", "-c", "echo fallback; ps -o sid= -p $$"],
             {"PATH": local.DEFAULT_PATH},
             write_end,
@@ -659,7 +673,7 @@ def test_local_popen_fallback_spawns_like_posix_spawn() -> None:
     ],
 )
 def test_local_stateless_commands_are_recognised(command: str, stateless: bool) -> None:
-    from hermes_sandbox.backends.local import is_stateless
+    from hermes_sandbox.shell import is_stateless
 
     assert is_stateless(command) is stateless
 

@@ -2,8 +2,9 @@
 
 Each test runs a real child Python process holding a ``SandboxPool`` with three sandboxes,
 each running a background process and (for Ctrl-C) a foreground command, then either
-sends it SIGINT (what Ctrl-C does) or lets it reach the end of its program without closing
-anything. Afterwards no process, workdir or container of the child may remain.
+sends it SIGINT (what Ctrl-C does), sends it SIGTERM (it runs under
+``stop_on_sigterm()``), or lets it reach the end of its program without closing anything.
+Afterwards no process, workdir or container of the child may remain.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,7 +30,7 @@ from hermes_sandbox.testing.probes import host_processes
 CHILD = textwrap.dedent(
     """
     import asyncio, json, sys
-    from hermes_sandbox import SandboxPool
+    from hermes_sandbox import SandboxPool, stop_on_sigterm
 
     backend, mode, name = sys.argv[1], sys.argv[2], sys.argv[3]
     options = json.loads(sys.argv[4])
@@ -47,6 +49,11 @@ CHILD = textwrap.dedent(
             await asyncio.gather(*(box.exec(sleeper, timeout=600) for box in boxes))
 
     if mode == "interrupt":
+        asyncio.run(interrupted())
+    elif mode == "terminate":
+        with stop_on_sigterm():
+            asyncio.run(interrupted())
+    elif mode == "terminate-unprotected":  # what happens without it (the test's control)
         asyncio.run(interrupted())
     else:  # "exit": the program ends with the pool and its sandboxes still open
         loop = asyncio.new_event_loop()
@@ -73,20 +80,22 @@ def _run_child(backend: str, mode: str, options: dict[str, Any]) -> tuple[str, l
         if not first:
             pytest.fail(f"the child failed before its sandboxes ran: {child.communicate()[1]}")
         workdirs = json.loads(first)
-        if mode == "interrupt":
+        if mode != "exit":
             deadline = time.monotonic() + 30
             while len(host_processes(name)) < 6 and time.monotonic() < deadline:
                 time.sleep(0.05)
             assert len(host_processes(name)) >= 6, "the foreground commands did not start"
-            child.send_signal(signal.SIGINT)
+            child.send_signal(signal.SIGINT if mode == "interrupt" else signal.SIGTERM)
         _, stderr = child.communicate(timeout=120)
     finally:
         if child.poll() is None:
             child.kill()
             child.wait()
-    if mode == "interrupt":
+    if mode in ("interrupt", "terminate"):
         assert child.returncode != 0, stderr
         assert "KeyboardInterrupt" in stderr, stderr
+    elif mode == "terminate-unprotected":
+        assert child.returncode == -signal.SIGTERM, stderr
     else:
         assert child.returncode == 0, stderr
     return name, workdirs, stderr
@@ -99,16 +108,43 @@ def _left_processes(name: str, within: float = 10.0) -> list[int]:
     return host_processes(name)
 
 
-@pytest.mark.parametrize("mode", ["interrupt", "exit"])
-def test_local_sandboxes_are_gone_after_ctrl_c_or_exit(mode: str) -> None:
-    name, workdirs, stderr = _run_child("local", mode, {})
+LOCAL_MODES = [
+    pytest.param("none", id="plain"),
+    pytest.param(
+        "bwrap",
+        id="isolated",
+        marks=pytest.mark.skipif(
+            shutil.which("bwrap") is None,
+            reason="bubblewrap is not installed (bash .ci/services/bubblewrap.sh)",
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize("isolation", LOCAL_MODES)
+@pytest.mark.parametrize("mode", ["interrupt", "terminate", "exit"])
+def test_local_sandboxes_are_gone_after_ctrl_c_sigterm_or_exit(mode: str, isolation: str) -> None:
+    name, workdirs, stderr = _run_child("local", mode, {"isolation": isolation})
     assert _left_processes(name) == []
     assert [path for path in workdirs if os.path.exists(path)] == []
     assert "emergency teardown" not in stderr
 
 
-@pytest.mark.parametrize("mode", ["interrupt", "exit"])
-def test_docker_containers_are_gone_after_ctrl_c_or_exit(mode: str) -> None:
+def test_sigterm_without_stop_on_sigterm_leaves_the_sandboxes_behind() -> None:
+    """The control: the same child, SIGTERM without the call, dies on the spot."""
+    from hermes_sandbox.backends.local import reap_orphans
+
+    name, workdirs, _ = _run_child("local", "terminate-unprotected", {})
+    try:
+        assert host_processes(name) != []
+        assert [path for path in workdirs if os.path.exists(path)] == workdirs
+    finally:
+        reap_orphans()
+    assert _left_processes(name) == []
+
+
+@pytest.mark.parametrize("mode", ["interrupt", "terminate", "exit"])
+def test_docker_containers_are_gone_after_ctrl_c_sigterm_or_exit(mode: str) -> None:
     from tests.sandbox.providers.docker import docker_setup
 
     setup = docker_setup()
@@ -136,7 +172,8 @@ KILLED_CHILD = textwrap.dedent(
     from hermes_sandbox import create_sandbox
 
     async def main():
-        sandbox = await create_sandbox("local", task_id="orphan").start()
+        isolation = sys.argv[2]
+        sandbox = await create_sandbox("local", task_id="orphan", isolation=isolation).start()
         await sandbox.exec(f"(exec -a {sys.argv[1]} sleep 300) &")
         print(sandbox.root, flush=True)
         os.kill(os.getpid(), signal.SIGKILL)  # no close, no atexit: what kill -9 leaves
@@ -146,19 +183,25 @@ KILLED_CHILD = textwrap.dedent(
 )
 
 
-def test_reap_orphans_removes_what_a_killed_process_left(tmp_path: Path) -> None:
-    from hermes_sandbox.backends.local import LocalSandbox, reap_orphans
-
-    name = f"hermes-orphan-{uuid.uuid4().hex[:10]}"
+def kill_9_child(name: str, tmp_path: Path, isolation: str = "none") -> str:
+    """Run a child that starts a local sandbox in ``tmp_path`` with a background process
+    named ``name``, then SIGKILLs itself; the sandbox's root directory."""
     child = subprocess.run(
-        [sys.executable, "-c", KILLED_CHILD, name],
+        [sys.executable, "-c", KILLED_CHILD, name, isolation],
         capture_output=True,
         text=True,
         timeout=60,
         env={**os.environ, "TMPDIR": str(tmp_path)},
     )
     assert child.returncode == -signal.SIGKILL, child.stderr
-    root = child.stdout.strip()
+    return child.stdout.strip()
+
+
+def test_reap_orphans_removes_what_a_killed_process_left(tmp_path: Path) -> None:
+    from hermes_sandbox.backends.local import LocalSandbox, reap_orphans
+
+    name = f"hermes-orphan-{uuid.uuid4().hex[:10]}"
+    root = kill_9_child(name, tmp_path)
     assert Path(root).parent == tmp_path
     assert Path(root).is_dir()
     assert len(host_processes(name)) == 1  # the orphan still runs
@@ -179,3 +222,51 @@ def test_reap_orphans_of_a_missing_directory_finds_nothing(tmp_path: Path) -> No
     from hermes_sandbox.backends.local import reap_orphans
 
     assert reap_orphans(str(tmp_path / "nowhere")) == []
+
+
+def test_stop_on_sigterm_raises_keyboard_interrupt_and_restores_the_handler() -> None:
+    from hermes_sandbox import stop_on_sigterm
+
+    def mine(signum: int, frame: object) -> None:
+        raise AssertionError("the previous handler must not run inside the block")
+
+    previous = signal.signal(signal.SIGTERM, mine)
+    try:
+        with stop_on_sigterm(), pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGTERM)
+        assert signal.getsignal(signal.SIGTERM) is mine
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def test_stop_on_sigterm_follows_an_ignored_sigint() -> None:
+    from hermes_sandbox import stop_on_sigterm
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with stop_on_sigterm():
+            signal.raise_signal(signal.SIGTERM)  # ignored, as Ctrl-C would be
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
+def test_stop_on_sigterm_refuses_other_threads() -> None:
+    import threading
+
+    from hermes_sandbox import stop_on_sigterm
+
+    failures: list[BaseException] = []
+
+    def attempt() -> None:
+        try:
+            with stop_on_sigterm():
+                pass
+        except RuntimeError as exc:
+            failures.append(exc)
+
+    thread = threading.Thread(target=attempt)
+    thread.start()
+    thread.join()
+    assert len(failures) == 1
+    assert "main thread" in str(failures[0])

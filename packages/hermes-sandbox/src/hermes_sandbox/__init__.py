@@ -20,6 +20,7 @@ from hermes_sandbox.options import SandboxOptions
 from hermes_sandbox.pool import SandboxPool
 from hermes_sandbox.registry import create_sandbox, default_backends, register_backend
 from hermes_sandbox.result import ExecResult
+from hermes_sandbox.signals import stop_on_sigterm
 from hermes_sandbox.tools import SandboxTool, sandbox_tools
 
 __version__ = "0.1.0"
@@ -46,4 +47,5 @@ __all__ = [
     "default_backends",
     "register_backend",
     "sandbox_tools",
+    "stop_on_sigterm",
 ]

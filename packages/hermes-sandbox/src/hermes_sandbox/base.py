@@ -10,6 +10,7 @@ import tarfile
 import time
 import uuid
 from abc import ABC, abstractmethod
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import ClassVar, Self
@@ -40,8 +41,9 @@ class Sandbox(ABC):
     ``close_now()`` tears the sandbox down synchronously; ``SandboxPool`` calls it at
     exit for every sandbox that was not closed.
 
-    Backends implement ``_start``, ``_close``, ``_run``, ``_write_bytes`` and
-    ``_read_bytes``; directory transfers go through tar archives by default and a backend
+    Backends implement ``_start``, ``_close``, ``_run`` (run a bash script; ``exec`` hands
+    it the user's command wrapped by ``_wrap``), ``_write_bytes`` and ``_read_bytes``;
+    directory transfers go through tar archives by default and a backend
     may override ``_put_archive``/``_get_archive`` with something faster, and
     ``_close_now`` with a teardown that needs no event loop.
     """
@@ -160,23 +162,32 @@ class Sandbox(ABC):
     async def exec(self, command: str, *, timeout: float | None = None) -> ExecResult:
         """Run a shell command (bash) in the session.
 
+        The command goes through ``_wrap`` (the shell-session wrapper) to the backend's
+        ``_run``; backends fill in those two hooks and never re-implement this method.
+
         Raises:
             SandboxClosedError: if the sandbox is closed, expired or died.
             SandboxError: if the backend failed to run the command at all.
+            ValueError: for a non-positive timeout.
         """
         await self._ready()
         limit = self.options.terminal_timeout if timeout is None else timeout
         if limit <= 0:
             raise ValueError(f"timeout must be positive, got {limit!r}")
-        script = wrap_command(command, state_dir=self._state_dir, workdir=self.workdir)
+        script = self._wrap(command)
         started = time.monotonic()
         result = await self._run(script, timeout=limit)
-        return ExecResult(
-            result.output,
-            result.exit_code,
-            result.timed_out,
-            result.truncated,
-            time.monotonic() - started,
+        return replace(result, duration=time.monotonic() - started)
+
+    def _wrap(self, command: str) -> str:
+        """The script ``_run`` gets for a user command: ``shell.wrap_command`` with this
+        sandbox's state directory and workdir. A backend overrides it to pass more (e.g.
+        variables it sets afresh for every command)."""
+        return wrap_command(
+            command,
+            state_dir=self._state_dir,
+            workdir=self.workdir,
+            direct=not any(name.startswith("BASH_FUNC_") for name in self.options.env),
         )
 
     # files --------------------------------------------------------------------------

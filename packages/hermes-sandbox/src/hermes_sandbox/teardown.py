@@ -17,7 +17,7 @@ from collections.abc import Callable, Coroutine
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, ParamSpec, TypeVar
 
-__all__ = ["finish", "run_detached", "start_or_run"]
+__all__ = ["finish", "in_thread", "run_detached", "start_or_run"]
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -80,6 +80,47 @@ def start_or_run(target: Callable[[], object], *, name: str) -> threading.Thread
         target()
         return None
     return thread
+
+
+async def in_thread(work: Callable[[], T], *, name: str) -> T:
+    """Run the blocking ``work`` in a new daemon thread and await its result, or run it
+    right here, blocking the loop, when no thread can be started (the process or its
+    cgroup is out of process ids, e.g. under a fork bomb, or the interpreter is shutting
+    down). Teardown must not depend on a new thread: ``asyncio.to_thread`` then raises
+    ``RuntimeError: can't start new thread`` and leaves the work queued.
+
+    Cancelling the await does not stop ``work``; wrap it in ``finish`` to wait for it.
+
+    Raises:
+        Exception: whatever ``work`` raises.
+    """
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[T] = loop.create_future()
+
+    def deliver(result: T | None, error: BaseException | None) -> None:
+        if done.done():
+            return
+        if error is not None:
+            done.set_exception(error)
+        else:
+            done.set_result(result)  # type: ignore[arg-type]
+
+    def target() -> None:
+        result: T | None = None
+        error: BaseException | None = None
+        try:
+            result = work()
+        except BaseException as exc:
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+            loop.call_soon_threadsafe(deliver, result, error)
+
+    thread = threading.Thread(target=target, name=name, daemon=True)
+    try:
+        thread.start()
+    except RuntimeError:  # "can't start new thread"
+        return work()
+    return await done
 
 
 def run_detached(work: Coroutine[Any, Any, T], *, timeout: float) -> T:

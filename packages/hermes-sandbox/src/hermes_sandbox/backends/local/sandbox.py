@@ -1,0 +1,548 @@
+"""``LocalSandbox``: commands run on this host, in a per-task temporary directory.
+
+See the package docstring (``hermes_sandbox.backends.local``) for the two modes and what
+each isolates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import logging
+import os
+import re
+import shutil
+import stat
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Literal
+
+from hermes_sandbox.backends.local.cgroup import CgroupUnavailableError, PidsCgroup
+from hermes_sandbox.backends.local.isolation import (
+    HELPER_PROCESSES,
+    BwrapFailedError,
+    Namespace,
+    find_bwrap,
+)
+from hermes_sandbox.backends.local.process import (
+    ChildCommand,
+    Command,
+    exit_status,
+    inheritable_fds,
+    spawn,
+)
+from hermes_sandbox.backends.local.sweep import (
+    MARKER_VARIABLE,
+    needle,
+    remove_tree,
+    state_parent,
+    sweep,
+)
+from hermes_sandbox.base import Sandbox
+from hermes_sandbox.errors import SandboxClosedError, SandboxError, SandboxStartError
+from hermes_sandbox.options import SandboxOptions
+from hermes_sandbox.output import OutputCollector
+from hermes_sandbox.result import ExecResult
+from hermes_sandbox.shell import wrap_command
+from hermes_sandbox.teardown import finish, in_thread
+
+__all__ = ["DEFAULT_PATH", "ISOLATION_MODES", "Isolation", "LocalSandbox"]
+
+_log = logging.getLogger("hermes_sandbox.backends.local")
+
+#: ``PATH`` commands see unless ``options.env`` sets one.
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+Isolation = Literal["none", "bwrap", "auto"]
+#: Values of the ``isolation`` option.
+ISOLATION_MODES: tuple[Isolation, ...] = ("none", "bwrap", "auto")
+
+# After the shell exits, how long to wait for the end of its output. Longer only when a
+# background job still holds the output pipe; what it prints after that is discarded.
+_EOF_GRACE = 0.1
+# After SIGKILL, how long to wait for the shell to be reaped.
+_KILL_WAIT = 5.0
+# At close, how long to wait for the killed processes to be gone before removing things.
+_GONE_WAIT = 5.0
+# Starts of bubblewrap before its failure is reported.
+_BWRAP_ATTEMPTS = 3
+_UNSUPPORTED_LIMITS = ("cpus", "memory_mb")
+_OPTIONS = ("isolation",)
+
+
+class LocalSandbox(Sandbox):
+    """Commands run on this host, as this user, in a per-task directory.
+
+    Options: the common ``SandboxOptions`` fields, and ``isolation``: ``"none"`` (the
+    default: commands run directly on the host), ``"bwrap"`` (in their own namespaces
+    through bubblewrap; an error at start where that cannot run) or ``"auto"`` (``bwrap``
+    where bubblewrap is installed and works, else ``none``, with a log warning). ``pids_limit``
+    holds in both modes through a cgroup; where no cgroup can be made, ``start`` raises
+    ``SandboxStartError``. ``network`` is honoured by the isolated mode only (plain
+    commands use the host's network). ``image`` is ignored; ``cpus`` and ``memory_mb`` are
+    rejected.
+
+    Raises:
+        ValueError: (from the constructor) for an unknown extra option, a bad
+            ``isolation``, ``cpus``/``memory_mb``, a ``pids_limit`` below 1, a relative
+            ``workdir`` or an ``env`` that is not a mapping of names to strings.
+    """
+
+    backend = "local"
+
+    def __init__(self, options: SandboxOptions, *, task_id: str | None = None) -> None:
+        self._isolation: Isolation = _check_options(options)
+        slug = re.sub(r"[^A-Za-z0-9_.-]", "_", task_id or "")[:40]
+        self._mark = uuid.uuid4().hex
+        # The owner's pid and the marker's head are in the name: ``reap_orphans`` reads them.
+        self._name = f"hermes-local-{os.getpid()}-{slug + '-' if slug else ''}{self._mark[:10]}"
+        self._root = os.path.join(tempfile.gettempdir(), self._name)
+        super().__init__(options, task_id=task_id)
+        if not os.path.isabs(self.workdir):
+            raise ValueError(f"local backend: workdir must be absolute, got {self.workdir!r}")
+        # The shell state is rewritten after every command: keep it on tmpfs when there is
+        # one, and outside the workdir so that commands never see it.
+        self._state_dir = os.path.join(state_parent(), f"{self._name}.shell")
+        self._env = {"PATH": DEFAULT_PATH, "HOME": self._root, "LANG": "C.UTF-8", **options.env}
+        self._bash = ""
+        self._close_fds: tuple[int, ...] = ()
+        self._runs = 0
+        self._live: dict[str, Command] = {}
+        self._cgroup: PidsCgroup | None = None
+        self._join = ""
+        self._namespace: Namespace | None = None
+
+    def default_workdir(self) -> str:
+        """The sandbox's own temporary directory (created by ``start``)."""
+        return self._root
+
+    @property
+    def root(self) -> str:
+        """The per-task temporary directory (``HOME``; ``workdir`` unless one was given)."""
+        return self._root
+
+    @property
+    def isolated(self) -> bool:
+        """Whether commands run in the sandbox's own namespaces (known once started)."""
+        return self._namespace is not None
+
+    # lifecycle ----------------------------------------------------------------------
+    async def _start(self) -> None:
+        bash = shutil.which("bash")
+        if bash is None:
+            raise SandboxStartError("local: bash was not found on PATH; install bash")
+        self._bash = bash
+        bwrap = self._choose_bwrap()
+        # Descriptors this process inherited (or made inheritable): commands must not.
+        self._close_fds = inheritable_fds()
+        # Plain syscalls, no await: a cancelled start cannot leave half-made directories.
+        made: list[str] = []
+        try:
+            for path in (self._root, self._state_dir):
+                os.mkdir(path, 0o700)
+                made.append(path)
+            state = os.path.join(self._state_dir, "state")
+            os.close(os.open(state, os.O_CREAT | os.O_WRONLY, 0o600))
+            os.makedirs(self.workdir, exist_ok=True)
+        except OSError as exc:
+            for path in made:
+                remove_tree(path)
+            raise SandboxStartError(
+                f"local: cannot create {exc.filename or self.workdir}: {exc.strerror or exc}; "
+                "set TMPDIR or workdir to a writable directory"
+            ) from exc
+        try:
+            self._make_cgroup(isolated=bwrap is not None)
+            if bwrap is not None:
+                try:
+                    await self._start_namespace(bwrap)
+                except SandboxStartError as exc:
+                    if self._isolation != "auto":
+                        raise
+                    _log.warning(
+                        "local sandbox %s: isolation='auto' runs commands directly on this "
+                        "host, because bubblewrap cannot run here: %s",
+                        self.task_id,
+                        exc,
+                    )
+                    if self._cgroup is not None:
+                        self._cgroup.remove(_GONE_WAIT)
+                        self._cgroup = None
+                    self._make_cgroup(isolated=False)
+        except BaseException:
+            self._teardown()
+            raise
+
+    def _choose_bwrap(self) -> str | None:
+        """The ``bwrap`` program to use, or None for the plain mode.
+
+        Raises:
+            SandboxStartError: for ``isolation="bwrap"`` without bubblewrap.
+        """
+        if self._isolation == "none":
+            return None
+        bwrap = find_bwrap()
+        if bwrap is None:
+            if self._isolation == "bwrap":
+                raise SandboxStartError(
+                    "local: isolation='bwrap' needs bubblewrap, which is not installed "
+                    "(apt-get install bubblewrap); or use isolation='none' or 'auto'"
+                )
+            _log.warning(
+                "local sandbox %s: bubblewrap is not installed, so isolation='auto' runs "
+                "commands directly on this host (they can see its processes and files); "
+                "apt-get install bubblewrap to isolate them",
+                self.task_id,
+            )
+        return bwrap
+
+    def _make_cgroup(self, *, isolated: bool) -> None:
+        """The sandbox's cgroup, for ``pids_limit``. The isolated mode joins it once, at
+        start; a plain command joins it as its first action, which costs a cgroup
+        migration per command (about 10 ms on a heavily loaded machine), so none is made
+        without a limit.
+
+        Raises:
+            SandboxStartError: if ``pids_limit`` is set and no cgroup can be made.
+        """
+        limit = self.options.pids_limit
+        if limit is None:
+            return
+        if isolated:
+            limit += HELPER_PROCESSES
+        try:
+            self._cgroup = PidsCgroup.create(self._name, limit)
+        except CgroupUnavailableError as exc:
+            raise SandboxStartError(
+                f"local: cannot enforce pids_limit={self.options.pids_limit}: {exc}; "
+                "leave pids_limit unset or use the docker backend"
+            ) from exc
+        if not isolated:
+            self._join = self._cgroup.join_line()
+
+    async def _start_namespace(self, bwrap: str) -> None:
+        writable = [self._root, self._state_dir]
+        if not _inside(self.workdir, self._root):
+            writable.append(self.workdir)
+        for attempt in range(_BWRAP_ATTEMPTS):
+            try:
+                self._namespace = await Namespace.start(
+                    bwrap=bwrap,
+                    writable=writable,
+                    home=self._root,
+                    network=self.options.network,
+                    log_path=os.path.join(self._state_dir, "bwrap.log"),
+                    cgroup_procs=None if self._cgroup is None else self._cgroup.procs_file,
+                )
+                return
+            except BwrapFailedError as exc:
+                # Making the read-only view of / remounts every mount below it; one that
+                # comes or goes meanwhile (a container starting) fails that once.
+                if attempt + 1 == _BWRAP_ATTEMPTS:
+                    raise
+                _log.info(
+                    "local sandbox %s: bubblewrap failed, trying again: %s", self.task_id, exc
+                )
+
+    async def _close(self) -> None:
+        # Killing starts no thread (a fork bomb may have used up the process ids); the
+        # rest runs in a thread where one can start. Shielded: it completes even if this
+        # close is cancelled.
+        await finish(self._close_async())
+
+    async def _close_async(self) -> None:
+        self._kill_all()
+        if self._namespace is not None:
+            await self._namespace.wait_gone(_GONE_WAIT)
+        await in_thread(self._teardown, name=f"hermes-local-close-{self.task_id}")
+
+    def _close_now(self) -> None:
+        self._kill_all()
+        if self._namespace is not None:
+            self._namespace.wait_gone_now(_GONE_WAIT)
+        self._teardown()
+
+    def _kill_all(self) -> None:
+        """Kill every process of the sandbox that can be killed without reading ``/proc``
+        or starting a thread."""
+        if self._namespace is not None:
+            self._namespace.destroy()
+        else:
+            for command in list(self._live.values()):
+                command.kill_group()
+        if self._cgroup is not None:
+            self._cgroup.kill()
+
+    def _teardown(self) -> None:
+        """Blocking: kill what is left, remove the cgroup and the directories."""
+        if self._cgroup is None and self._namespace is None and self._runs:
+            sweep(needle(f"{self._mark}."))
+        if self._cgroup is not None and not self._cgroup.remove(_GONE_WAIT):
+            sweep(needle(f"{self._mark}."))
+            self._cgroup.remove(1.0)
+        for path in (self._state_dir, self._root):
+            remove_tree(path)
+        for command in list(self._live.values()):
+            with contextlib.suppress(Exception):  # its loop may be gone: the fds go at exit
+                command.close()
+        self._live.clear()
+
+    # commands -----------------------------------------------------------------------
+    def _wrap(self, command: str) -> str:
+        # The marker is set afresh for every command: keep it out of the saved state.
+        return wrap_command(
+            command,
+            state_dir=self._state_dir,
+            workdir=self.workdir,
+            direct=not any(name.startswith("BASH_FUNC_") for name in self.options.env),
+            unsaved=(MARKER_VARIABLE,),
+        )
+
+    async def _run(self, script: str, *, timeout: float) -> ExecResult:
+        self._runs += 1
+        mark = f"{self._mark}.{self._runs}"
+        collector = OutputCollector(self.options.max_output_chars)
+        env = {**self._env, MARKER_VARIABLE: mark}
+        argv = [self._bash, "-c", self._join + script]
+        command: Command
+        if self._namespace is not None:
+            try:
+                command = await self._namespace.run(argv, env, collector)
+            except SandboxClosedError:
+                await self._died()
+                raise
+        else:
+            try:
+                pid, output = spawn(self._bash, argv, env, self._close_fds)
+            except OSError as exc:
+                raise SandboxError(f"local: cannot start {self._bash}: {exc}") from exc
+            command = ChildCommand(asyncio.get_running_loop(), pid, output, collector)
+        self._live[mark] = command
+        command.on_finished = lambda: self._live.pop(mark, None)
+        timed_out = False
+        try:
+            if self.closed:  # closed while this command was being started
+                raise SandboxClosedError(f"sandbox {self.task_id} is closed")
+            if not await command.wait(timeout, eof=False):
+                timed_out = True
+                await self._kill_tree(command, mark)
+                await command.wait(_KILL_WAIT, eof=False)
+            await command.wait(_EOF_GRACE, eof=True)
+        except BaseException:
+            command.collector = None
+            await finish(self._kill_tree(command, mark))
+            raise
+        # A background job may still hold the output pipe: drain and discard from now on.
+        command.collector = None
+        if self._namespace is not None and self._namespace.dead and not self.closed:
+            await self._died()
+            raise SandboxClosedError(
+                f"sandbox {self.task_id} died (its namespace ended; a command may have "
+                "killed the sandbox's own processes); it was closed"
+            )
+        code = command.returncode
+        exit_code = 124 if timed_out or code is None else exit_status(code)
+        return ExecResult(collector.text(), exit_code, timed_out, collector.truncated)
+
+    async def _died(self) -> None:
+        """The namespace ended by itself: close the sandbox (a pool then makes a new one)."""
+        with contextlib.suppress(Exception):
+            await finish(self.close())
+
+    async def _kill_tree(self, command: Command, mark: str) -> None:
+        if self._namespace is not None:
+            self._namespace.kill(command, mark)  # the helper kills the group and the marked
+            return
+        command.kill_group()
+        # Reads /proc: in a thread where one can start.
+        await in_thread(lambda: sweep(needle(mark, exact=True)), name="hermes-local-kill")
+
+    # files --------------------------------------------------------------------------
+    # Plain mode: sandbox paths are host paths, so transfers are plain copies (in a
+    # thread). Isolated mode: files are opened by the helper inside the sandbox, so file
+    # tools reach exactly what commands reach; directories travel as tar archives.
+    async def upload_file(self, local: str | Path, remote: str) -> None:
+        """Copy a host file into the sandbox (parent directories are created).
+
+        Raises:
+            FileNotFoundError: if ``local`` does not exist.
+        """
+        await self._ready()
+        if self._namespace is not None:
+            source = await asyncio.to_thread(_open_source, Path(local))
+            try:
+                target = await self._namespace.open(self.resolve(remote), write=True)
+                await asyncio.to_thread(_copy_fd, source, target)
+            finally:
+                os.close(source)
+            return
+        await asyncio.to_thread(_copy_file, Path(local), Path(self.resolve(remote)))
+
+    async def download_file(self, remote: str, local: str | Path) -> None:
+        """Copy a sandbox file to the host (parent directories are created).
+
+        Raises:
+            FileNotFoundError: if ``remote`` does not exist.
+        """
+        await self._ready()
+        if self._namespace is not None:
+            source = await self._namespace.open(self.resolve(remote), write=False)
+            try:
+                target = await asyncio.to_thread(_open_target, Path(local))
+                await asyncio.to_thread(_copy_fd, source, target)
+            finally:
+                os.close(source)
+            return
+        await asyncio.to_thread(_copy_file, Path(self.resolve(remote)), Path(local))
+
+    async def upload_dir(self, local: str | Path, remote: str) -> None:
+        """Copy a host directory tree into ``remote`` in the sandbox.
+
+        Raises:
+            NotADirectoryError: if ``local`` is not a directory.
+        """
+        await self._ready()
+        if self._namespace is not None:
+            await super().upload_dir(local, remote)
+            return
+        await asyncio.to_thread(_copy_tree, Path(local), Path(self.resolve(remote)))
+
+    async def download_dir(self, remote: str, local: str | Path) -> None:
+        """Copy a sandbox directory tree into the host directory ``local``.
+
+        Raises:
+            FileNotFoundError: if ``remote`` does not exist in the sandbox.
+        """
+        await self._ready()
+        if self._namespace is not None:
+            await super().download_dir(remote, local)
+            return
+        source = Path(self.resolve(remote))
+        if not await asyncio.to_thread(source.is_dir):
+            raise FileNotFoundError(f"no directory {source} in sandbox {self.task_id}")
+        await asyncio.to_thread(_copy_tree, source, Path(local))
+
+    async def _read_bytes(self, path: str) -> bytes:
+        if self._namespace is None:
+            return await asyncio.to_thread(Path(path).read_bytes)
+        fd = await self._namespace.open(path, write=False)
+        return await asyncio.to_thread(_read_fd, fd, path)
+
+    async def _write_bytes(self, path: str, data: bytes) -> None:
+        if self._namespace is None:
+            await asyncio.to_thread(_write_file, Path(path), data)
+            return
+        fd = await self._namespace.open(path, write=True)
+        await asyncio.to_thread(_write_fd, fd, data)
+
+
+def _inside(path: str, root: str) -> bool:
+    return os.path.commonpath([os.path.abspath(path), root]) == root
+
+
+def _check_options(options: SandboxOptions) -> Isolation:
+    """The isolation asked for.
+
+    Raises:
+        ValueError: for anything the local backend cannot do as asked.
+    """
+    unknown = sorted(str(k) for k in options.extra if k not in _OPTIONS)
+    if unknown:
+        raise ValueError(
+            f"local backend: unknown option(s) {', '.join(unknown)}; it takes the common "
+            "SandboxOptions fields (image, workdir, terminal_timeout, terminal_lifetime, env, "
+            "pids_limit, network, max_output_chars) and isolation ('none', 'bwrap', 'auto')"
+        )
+    isolation = options.extra.get("isolation", "none")
+    if isolation not in ISOLATION_MODES:
+        raise ValueError(
+            f"local backend: isolation must be one of {', '.join(ISOLATION_MODES)}, "
+            f"got {isolation!r}"
+        )
+    limits = [name for name in _UNSUPPORTED_LIMITS if getattr(options, name) is not None]
+    if limits:
+        raise ValueError(
+            f"local backend: cannot enforce {', '.join(limits)}; leave them unset or use "
+            "the docker backend for CPU and memory limits"
+        )
+    pids = options.pids_limit
+    if pids is not None and (isinstance(pids, bool) or not isinstance(pids, int) or pids < 1):
+        raise ValueError(f"local backend: pids_limit must be a positive integer, got {pids!r}")
+    for key, value in options.env.items():
+        if not isinstance(key, str) or not key or "=" in key or "\0" in key:
+            raise ValueError(f"env: invalid variable name {key!r}")
+        if not isinstance(value, str) or "\0" in value:
+            raise ValueError(f"env[{key!r}] must be a string without NUL bytes, got {value!r}")
+        if key == MARKER_VARIABLE:
+            raise ValueError(f"env: {MARKER_VARIABLE} is reserved by the local backend")
+    return isolation  # type: ignore[no-any-return]
+
+
+def _read_fd(fd: int, path: str) -> bytes:
+    with open(fd, "rb", closefd=True) as handle:
+        return handle.read()
+
+
+def _write_fd(fd: int, data: bytes) -> None:
+    with open(fd, "wb", closefd=True) as handle:
+        handle.write(data)
+
+
+def _open_source(source: Path) -> int:
+    """A host file opened for reading.
+
+    Raises:
+        FileNotFoundError: if it does not exist.
+        IsADirectoryError: if it is a directory.
+    """
+    fd = os.open(source, os.O_RDONLY | os.O_CLOEXEC)
+    if stat.S_ISDIR(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise IsADirectoryError(errno.EISDIR, "Is a directory", str(source))
+    return fd
+
+
+def _open_target(target: Path) -> int:
+    """A host file opened for writing (parents made, truncated)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+
+
+def _copy_fd(source: int, target: int) -> None:
+    """Copy ``source`` to ``target`` in the kernel where it can (``sendfile``), then close
+    ``target``."""
+    try:
+        offset = 0
+        try:
+            while sent := os.sendfile(target, source, offset, 1 << 30):
+                offset += sent
+        except OSError as exc:
+            if exc.errno not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+                raise
+            os.lseek(source, offset, os.SEEK_SET)
+            while chunk := os.read(source, 1 << 20):
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(target, view) :]
+    finally:
+        os.close(target)
+
+
+def _write_file(target: Path, data: bytes) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data)
+
+
+def _copy_file(source: Path, target: Path) -> None:
+    if source.is_dir():
+        raise IsADirectoryError(f"{source} is a directory")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
+
+
+def _copy_tree(source: Path, target: Path) -> None:
+    if not source.is_dir():
+        raise NotADirectoryError(f"{source} is not a directory")
+    shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)

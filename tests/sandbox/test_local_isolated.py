@@ -1,0 +1,238 @@
+"""The local backend's isolated mode (bubblewrap): what it hides from commands and file
+tools (issue 12, item 11). Each check runs in plain mode too, where it must see the host:
+that shows the check can fail."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from hermes_sandbox import SandboxClosedError, SandboxStartError, create_sandbox
+from hermes_sandbox.backends.local import LocalSandbox, reap_orphans
+from hermes_sandbox.backends.local.isolation import Namespace
+from tests.sandbox.test_conformance import host_processes
+from tests.sandbox.test_exit import kill_9_child
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("bwrap") is None,
+    reason="bubblewrap is not installed (bash .ci/services/bubblewrap.sh)",
+)
+
+
+def local(isolation: str, **options: object) -> LocalSandbox:
+    sandbox = create_sandbox("local", isolation=isolation, **options)
+    assert isinstance(sandbox, LocalSandbox)
+    return sandbox
+
+
+@pytest.mark.parametrize(("isolation", "visible"), [("bwrap", False), ("none", True)])
+async def test_host_processes_and_their_environment_are_invisible(
+    isolation: str, visible: bool
+) -> None:
+    secret = f"hermes-secret-{uuid.uuid4().hex}"
+    holder = await asyncio.create_subprocess_exec(
+        "sleep", "60", env={"PATH": os.defpath, "API_KEY": secret}, stdin=subprocess.DEVNULL
+    )
+    try:
+        async with local(isolation) as sandbox:
+            found = await sandbox.exec(f"grep -aoh {secret} /proc/[0-9]*/environ 2>/dev/null")
+            parent = await sandbox.exec("cat /proc/$PPID/environ | tr '\\0' '\\n'")
+            assert (secret in found.output) is visible
+            assert ("HERMES" in parent.output or "PYTHON" in parent.output) is visible
+            listed = await sandbox.exec(f"ls -d /proc/{holder.pid} 2>/dev/null; true")
+            assert (listed.output.strip() != "") is visible
+    finally:
+        holder.kill()
+        await holder.wait()
+
+
+@pytest.mark.parametrize(("isolation", "reachable"), [("bwrap", False), ("none", True)])
+async def test_the_network_is_off(isolation: str, reachable: bool) -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        async with local(isolation) as sandbox:
+            probe = await sandbox.exec(
+                f"(exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null; echo rc=$?", timeout=20
+            )
+            assert (probe.output.strip() == "rc=0") is reachable
+            # The sandbox's own loopback works: an agent may start a server and curl it.
+            with socket.socket() as spare:
+                spare.bind(("127.0.0.1", 0))
+                free = spare.getsockname()[1]
+            await sandbox.exec(f"python3 -m http.server {free} --bind 127.0.0.1 >/dev/null 2>&1 &")
+            served = await sandbox.exec(
+                f"for i in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/{free}) 2>/dev/null && "
+                "echo up && break; sleep 0.1; done",
+                timeout=30,
+            )
+            assert served.output == "up\n"
+
+
+async def test_network_true_keeps_the_hosts_network() -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        async with local("bwrap", network=True) as sandbox:
+            probe = await sandbox.exec(f"(exec 3<>/dev/tcp/127.0.0.1/{port}); echo rc=$?")
+            assert probe.output.strip() == "rc=0"
+
+
+@pytest.mark.parametrize(("isolation", "writable"), [("bwrap", False), ("none", True)])
+async def test_the_host_file_system_is_read_only_to_commands_and_file_tools(
+    isolation: str, writable: bool, tmp_path: Path
+) -> None:
+    host_file = Path.home() / f".hermes-isolation-probe-{uuid.uuid4().hex[:8]}"
+    host_file.write_text("host")
+    try:
+        async with local(isolation) as sandbox:
+            result = await sandbox.exec(f"echo changed > {host_file}")
+            assert (result.exit_code == 0) is writable
+            if writable:
+                host_file.write_text("host")
+            else:
+                assert "Read-only file system" in result.output
+                with pytest.raises(OSError, match="Read-only"):
+                    await sandbox.write_file(str(host_file), "changed by write_file")
+            # A link in the sandbox to a host file: file tools follow it as commands would.
+            await sandbox.exec(f"ln -s {host_file} link")
+            if writable:
+                await sandbox.write_file("link", "through the link")
+                assert host_file.read_text() == "through the link"
+            else:
+                with pytest.raises(OSError, match="Read-only"):
+                    await sandbox.write_file("link", "through the link")
+                assert host_file.read_text() == "host"
+                assert await sandbox.read_file("link") == b"host"  # readable, as for commands
+            # The sandbox's own directory and /tmp are writable.
+            await sandbox.write_file("sub/data.bin", b"\x00\xff")
+            assert (await sandbox.exec("od -An -tx1 sub/data.bin")).output.split() == ["00", "ff"]
+            probe = f"/tmp/hermes-probe-{uuid.uuid4().hex[:8]}"
+            written = await sandbox.exec(f"echo t > {probe} && cat {probe} && rm {probe}")
+            assert written.output == "t\n"
+    finally:
+        host_file.unlink()
+
+
+async def test_the_hosts_tmp_and_other_sandboxes_are_hidden(tmp_path: Path) -> None:
+    async with local("none") as neighbour, local("bwrap") as sandbox:
+        await neighbour.write_file("note.txt", "neighbour's")
+        seen = await sandbox.exec(f"ls {neighbour.root} 2>&1; ls /tmp")
+        assert "note.txt" not in seen.output
+        with pytest.raises(FileNotFoundError):
+            await sandbox.read_file(f"{neighbour.root}/note.txt")
+        assert sandbox.isolated
+        assert not neighbour.isolated
+
+
+async def test_transfers_go_through_the_sandbox(tmp_path: Path) -> None:
+    source = tmp_path / "tree"
+    (source / "a" / "b").mkdir(parents=True)
+    (source / "a" / "b" / "f.txt").write_text("deep")
+    (source / "top.bin").write_bytes(bytes(range(256)))
+    async with local("bwrap") as sandbox:
+        await sandbox.upload_dir(source, "up")
+        await sandbox.upload_file(source / "top.bin", "one/top.bin")
+        assert (await sandbox.exec("cat up/a/b/f.txt")).output == "deep"
+        await sandbox.download_dir("up", tmp_path / "back")
+        await sandbox.download_file("one/top.bin", tmp_path / "back.bin")
+    assert (tmp_path / "back" / "a" / "b" / "f.txt").read_text() == "deep"
+    assert (tmp_path / "back.bin").read_bytes() == bytes(range(256))
+
+
+async def test_a_sandbox_whose_processes_were_killed_from_inside_reports_it() -> None:
+    async with local("bwrap") as sandbox:
+        with pytest.raises(SandboxClosedError, match="died"):
+            await sandbox.exec("kill -9 -1; sleep 1")
+        assert sandbox.closed  # a pool gives the task a fresh sandbox
+        assert not await asyncio.to_thread(os.path.exists, sandbox.root)
+        with pytest.raises(SandboxClosedError):
+            await sandbox.exec("echo after")
+
+
+async def test_auto_isolates_where_bubblewrap_is_installed() -> None:
+    async with local("auto") as sandbox:
+        assert sandbox.isolated
+
+
+async def test_a_bubblewrap_failure_is_reported_at_start(tmp_path: Path) -> None:
+    # A program that exits at once in place of bwrap: start says it failed, and how.
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    with pytest.raises(SandboxStartError, match="No permissions to create new namespace"):
+        await Namespace.start(
+            bwrap=str(fake),
+            writable=[str(tmp_path)],
+            home=str(tmp_path),
+            network=False,
+            log_path=str(tmp_path / "bwrap.log"),
+            cgroup_procs=None,
+        )
+
+
+def test_kill_9_of_the_owner_takes_the_isolated_sandbox_with_it(tmp_path: Path) -> None:
+    name = f"hermes-orphan-{uuid.uuid4().hex[:10]}"
+    root = kill_9_child(name, tmp_path, "bwrap")
+    deadline = time.monotonic() + 10
+    while host_processes(name) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert host_processes(name) == []  # no reap_orphans needed for the processes
+    assert reap_orphans(str(tmp_path)) == [root]  # the directory it removes
+
+
+async def test_concurrent_execs_in_one_isolated_sandbox() -> None:
+    async with local("bwrap") as sandbox:
+        results = await asyncio.gather(*(sandbox.exec(f"echo {i}") for i in range(20)))
+        assert [r.output for r in results] == [f"{i}\n" for i in range(20)]
+
+
+async def test_concurrent_commands_get_only_their_own_descriptors() -> None:
+    # Output pipes of commands started together must not leak into one another.
+    async with local("bwrap") as sandbox:
+        results = await asyncio.gather(*(sandbox.exec("ls /proc/$$/fd") for _ in range(30)))
+        assert {r.output for r in results} == {"0\n1\n2\n"}
+        await sandbox.write_file("f", "x")
+        listed = await sandbox.exec("ls /proc/$$/fd")  # nor do files opened for file tools
+        assert listed.output == "0\n1\n2\n"
+
+
+async def test_file_errors_name_the_path_and_leave_nothing_behind(tmp_path: Path) -> None:
+    async with local("bwrap") as sandbox:
+        with pytest.raises(FileNotFoundError, match=r"nowhere\.txt"):
+            await sandbox.download_file("nowhere.txt", tmp_path / "out.txt")
+        assert not (tmp_path / "out.txt").exists()
+        with pytest.raises(FileNotFoundError):
+            await sandbox.upload_file(tmp_path / "missing.txt", "copy.txt")
+        assert (await sandbox.exec("ls")).output == ""  # no empty copy.txt
+        with pytest.raises(IsADirectoryError):
+            await sandbox.read_file(".")
+
+
+def test_an_isolated_sandbox_outlives_the_event_loop_that_started_it() -> None:
+    sandbox = local("bwrap")
+
+    async def first() -> str:
+        await sandbox.start()
+        return (await sandbox.exec("export A=1; sleep 30 & echo background")).output
+
+    async def second() -> tuple[str, bytes]:
+        try:
+            await sandbox.write_file("f", "x")
+            return (await sandbox.exec('echo "$A"')).output, await sandbox.read_file("f")
+        finally:
+            await sandbox.close()
+
+    assert asyncio.run(first()) == "background\n"
+    assert asyncio.run(second()) == ("1\n", b"x")
+    assert not os.path.exists(sandbox.root)
