@@ -35,6 +35,10 @@ class ToolCallParser(ABC):
     name: ClassVar[str] = ""
     #: Strings that can open tool-call markup; content containing one cannot be rendered.
     markers: ClassVar[tuple[str, ...]] = ()
+    #: Every string the format reads as markup: openers, closers, separators, reasoning
+    #: tags. ``hermes_parsers.adversarial.growth_units`` repeats each of them, and every
+    #: piece of a rendered call between them, to check that parsing stays linear.
+    vocabulary: ClassVar[tuple[str, ...]] = ()
     #: Whether the format carries call ids (so ``render`` then ``parse`` keeps them).
     carries_ids: ClassVar[bool] = False
     #: Whether the format can hold content beside calls (``render`` refuses otherwise).

@@ -50,7 +50,8 @@ class MarkerFinder:
 
     ``find(marker, pos)`` equals ``text.find(marker, pos)``. While the positions asked
     about never decrease, each marker's searches cover disjoint stretches of the text, so
-    the total work is linear in the text length however many times it is asked.
+    the total work is linear in the text length however many times it is asked; a step
+    back costs only the stretch stepped over.
     """
 
     __slots__ = ("_cache", "text")
@@ -64,7 +65,15 @@ class MarkerFinder:
         cached = self._cache.get(marker)
         if cached is not None:
             origin, found = cached
-            if origin <= pos and (found < 0 or found >= pos):
+            if origin <= pos:
+                if found < 0 or found >= pos:
+                    return found
+            else:
+                # A step back: only the stretch before ``origin`` is unknown; past it the
+                # first occurrence is the one already found.
+                early = self.text.find(marker, pos, origin + len(marker) - 1)
+                found = early if early >= 0 else found
+                self._cache[marker] = (pos, found)
                 return found
         found = self.text.find(marker, pos)
         self._cache[marker] = (pos, found)

@@ -268,6 +268,7 @@ class _DeepSeekParser(ToolCallParser):
     """What the DeepSeek formats share: the section, reasoning, and the end-of-turn token."""
 
     markers = (CALLS_BEGIN, EOS)
+    vocabulary = (*_ESCAPE, _FENCE)
 
     @abstractmethod
     def _read_call(self, body: str) -> tuple[str, dict[str, Any]] | str:

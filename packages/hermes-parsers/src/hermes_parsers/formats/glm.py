@@ -366,6 +366,7 @@ class _GlmParser(ToolCallParser):
     """``<tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value>...</tool_call>``."""
 
     markers = (_START,)
+    vocabulary = (_START, _END, _KEY, _KEY_END, _VALUE, _VALUE_END, _THINK, _THINK_END)
     #: What the template writes between reasoning, content and calls.
     _joiner: ClassVar[str] = "\n"
 

@@ -390,6 +390,7 @@ class KimiK2Parser(ToolCallParser):
     """Kimi K2 ``<|tool_calls_section_begin|>...<|tool_calls_section_end|>`` sections."""
 
     markers = (SECTION_BEGIN, SECTION_BEGIN_SINGULAR, CALL_BEGIN)
+    vocabulary = _ALL_MARKERS
     carries_ids = True
 
     def __init__(

@@ -491,6 +491,9 @@ def _json_equal(left: str, right: str) -> bool:
 class _LlamaJsonParser(ToolCallParser):
     """Shared parsing and render checking of the two Llama JSON formats."""
 
+    #: A call is bare JSON: its keys and separator are this format's markup.
+    vocabulary = (*_MARKERS, _THINK_END, '{"name": ', '"parameters": ', "; ")
+
     def _scanner(self) -> Scanner:
         return _LlamaScanner(think_prefilled=self.think_prefilled)
 

@@ -84,6 +84,7 @@ class LongcatParser(ToolCallParser):
     """``<longcat_tool_call>{"name": ..., "arguments": {...}}</longcat_tool_call>`` blocks."""
 
     markers = (CALL_OPEN, THINK_OPEN)
+    vocabulary = _ESCAPE
 
     # parsing ------------------------------------------------------------------------
     def _scanner(self) -> Scanner:

@@ -433,6 +433,7 @@ class MistralParser(ToolCallParser):
     """
 
     markers = (_CALLS, _THINK_OPEN)
+    vocabulary = _MARKUP
     carries_ids = False
     #: The rendering style used when ``style`` is not given.
     default_style: ClassVar[MistralStyle] = "args"

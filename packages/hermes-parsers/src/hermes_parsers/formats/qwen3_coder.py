@@ -141,6 +141,7 @@ class Qwen3CoderParser(ToolCallParser):
     """
 
     markers = (_CALL_START, _FUNC_START)
+    vocabulary = (*_FORBIDDEN, _CALL_START, _FUNC_START, "<think>", "</think>")
 
     def _call_regions(self) -> list[Region]:
         return [
@@ -254,9 +255,13 @@ class Qwen3CoderParser(ToolCallParser):
             pos = skip_space(text, pos)
             if pos >= len(text):
                 if at_end == "truncated":
-                    return self._broken(
-                        finder, start, start, f"the text ended inside <function={item.name}>"
-                    )
+                    # No </function> follows (this read would have stopped at it), so no
+                    # function after this one can be a call either: the broken item runs to
+                    # the end, and the rest is not read again function by function (which
+                    # made repeated unclosed functions quadratic).
+                    broken = _Item("broken", start, len(text))
+                    broken.flag(f"the text ended inside <function={item.name}>", start)
+                    return broken, len(text)
                 if at_end == "implicit":
                     item.flag(f"<function={item.name}> is not closed by {_FUNC_END}", pos)
                 break
@@ -288,9 +293,10 @@ class Qwen3CoderParser(ToolCallParser):
             stop, marker = finder.first(_VALUE_STOPS, value_at)
             if stop < 0:
                 if at_end == "truncated":
-                    return self._broken(
-                        finder, start, pos, f"the text ended inside <parameter={key}>"
-                    )
+                    # Nothing after can close a value or a function: the rest is this item.
+                    broken = _Item("broken", start, len(text))
+                    broken.flag(f"the text ended inside <parameter={key}>", pos)
+                    return broken, len(text)
                 item.flag(f"<parameter={key}> is not closed by {_PARAM_END}", len(text))
                 stop = len(text)
             elif marker != _PARAM_END:
