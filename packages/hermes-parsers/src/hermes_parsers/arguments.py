@@ -13,6 +13,7 @@ __all__ = [
     "decode_json_prefix",
     "dump_arguments",
     "encode_arguments",
+    "find_lone_surrogate",
     "load_json",
 ]
 
@@ -33,8 +34,59 @@ def _finite_float(text: str) -> float:
 
 
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+# The same, accepting raw control characters (newlines) inside strings, as Llama writes them.
+_LAX_DECODER = json.JSONDecoder(
+    strict=False, parse_constant=_reject_constant, parse_float=_finite_float
+)
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 _SPACE = re.compile(r"[ \t\n\r]*")  # JSON's own whitespace
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def find_lone_surrogate(text: str, start: int = 0, end: int | None = None) -> int:
+    """Where a lone surrogate (a code point U+D800..U+DFFF, which no UTF-8 text can hold)
+    is in ``text[start:end]``, or -1. Pure-ASCII text is answered without a scan."""
+    if text.isascii():
+        return -1
+    found = _SURROGATE.search(text, start, len(text) if end is None else end)
+    return -1 if found is None else found.start()
+
+
+def _escapes_surrogate(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` may hold a ``\\uD800``..``\\uDFFF`` escape."""
+    return text.find("\\ud", start, end) >= 0 or text.find("\\uD", start, end) >= 0
+
+
+def _holds_lone_surrogate(value: Any) -> bool:
+    """Whether a decoded JSON value holds a string with a lone surrogate (a ``\\ud800``
+    escape not paired with a low surrogate decodes to one)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is str:
+            if _SURROGATE.search(item):
+                return True
+        elif type(item) is list:
+            stack.extend(item)
+        elif type(item) is dict:
+            for key, inner in item.items():
+                if _SURROGATE.search(key):
+                    return True
+                stack.append(inner)
+    return False
+
+
+def _raw_decode(text: str, start: int, lax: bool) -> tuple[Any, int]:
+    try:
+        value, end = (_LAX_DECODER if lax else _DECODER).raw_decode(text, start)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+    if _escapes_surrogate(text, start, end) and _holds_lone_surrogate(value):
+        raise ValueError(
+            "a \\u escape gives a lone surrogate (\\ud800-\\udfff without its pair), "
+            "which no UTF-8 text can hold"
+        )
+    return value, end
 
 
 def _skip_space(text: str, pos: int) -> int:
@@ -44,35 +96,35 @@ def _skip_space(text: str, pos: int) -> int:
     return match.end() if match else pos
 
 
-def load_json(text: str) -> Any:
-    """Decode strict JSON (no NaN/Infinity) that must span the whole of ``text``.
+def load_json(text: str, *, control_characters: bool = False) -> Any:
+    """Decode strict JSON that must span the whole of ``text``: no NaN or Infinity, no
+    number too large for a float (``1e999``), no ``\\u`` escape that leaves a lone
+    surrogate. ``control_characters`` allows raw control characters inside strings.
 
     Raises:
-        ValueError: if ``text`` is not exactly one JSON value (surrounding whitespace
-            allowed), or is nested too deeply to decode.
+        ValueError: if ``text`` is not exactly one such JSON value (surrounding
+            whitespace allowed), or is nested too deeply to decode.
     """
-    try:
-        value, end = _DECODER.raw_decode(text, _skip_space(text, 0))
-    except RecursionError:
-        raise ValueError("JSON nested too deeply") from None
+    value, end = _raw_decode(text, _skip_space(text, 0), control_characters)
     if end != len(text) and _skip_space(text, end) != len(text):
         raise ValueError(f"extra data after the JSON value at char {end}")
     return value
 
 
-def decode_json_prefix(text: str, start: int = 0) -> tuple[Any, int]:
-    """Decode the one strict JSON value that begins at ``text[start]``.
+def decode_json_prefix(
+    text: str, start: int = 0, *, control_characters: bool = False
+) -> tuple[Any, int]:
+    """Decode the one strict JSON value (as ``load_json`` reads it) that begins at
+    ``text[start]``.
 
     Returns:
         The value and the index just past it; text after it is left alone.
 
     Raises:
-        ValueError: if no complete JSON value starts there, or it is nested too deeply.
+        json.JSONDecodeError: (a ValueError) if no complete JSON value starts there.
+        ValueError: if the value is one ``load_json`` refuses, or is nested too deeply.
     """
-    try:
-        return _DECODER.raw_decode(text, start)
-    except RecursionError:
-        raise ValueError("JSON nested too deeply") from None
+    return _raw_decode(text, start, control_characters)
 
 
 def decode_arguments(arguments: Any) -> dict[str, Any]:

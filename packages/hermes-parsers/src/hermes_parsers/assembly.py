@@ -8,7 +8,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterable
 
-from hermes_parsers.arguments import ArgumentsError, decode_arguments
+from hermes_parsers.arguments import ArgumentsError, decode_arguments, find_lone_surrogate
 from hermes_parsers.errors import ParseError
 from hermes_parsers.events import ContentDelta, ReasoningDelta, StreamEvent, ToolCallEvent
 from hermes_parsers.result import ParseResult
@@ -88,6 +88,10 @@ class Assembler:
             name = name.strip()
         if not isinstance(name, str) or not name:
             self._malformed(Malformed(raw.raw, "tool call without a function name", raw.offset))
+            return None
+        if not raw.raw.isascii() and find_lone_surrogate(raw.raw) >= 0:
+            reason = f"call to {name!r} holds a lone surrogate, which no UTF-8 text can hold"
+            self._malformed(Malformed(raw.raw, reason, raw.offset))
             return None
         arguments = raw.arguments
         if type(arguments) is not dict:

@@ -15,14 +15,13 @@ untyped text. This module holds what such formats share:
 
 from __future__ import annotations
 
-import ast
 import json
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from hermes_parsers.arguments import load_json
 from hermes_parsers.formats._json_calls import escape_markers
+from hermes_parsers.formats._python_literal import python_literal
 from hermes_parsers.schema import coerce_value
 
 __all__ = [
@@ -106,43 +105,10 @@ def trim_newlines(text: str) -> str:
     return text
 
 
-def _jsonable(value: Any) -> tuple[bool, Any]:
-    """``value`` as a JSON value (tuples become lists), or ``(False, None)``."""
-    if value is None or isinstance(value, bool | int | str):
-        return True, value
-    if isinstance(value, float):
-        return (True, value) if math.isfinite(value) else (False, None)
-    if isinstance(value, list | tuple):
-        items = []
-        for item in value:
-            ok, clean = _jsonable(item)
-            if not ok:
-                return False, None
-            items.append(clean)
-        return True, items
-    if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            ok, clean = _jsonable(item)
-            if not isinstance(key, str) or not ok:
-                return False, None
-            out[key] = clean
-        return True, out
-    return False, None
-
-
 def _python_container(text: str) -> tuple[bool, Any]:
     """A Python-literal list or dict such as ``{'a': True}`` (what ``str(dict)`` writes)."""
-    try:
-        value = ast.literal_eval(text)
-    except _DECODE_ERRORS:
-        return False, None
-    if not isinstance(value, list | dict):
-        return False, None
-    try:
-        return _jsonable(value)
-    except RecursionError:
-        return False, None
+    ok, value = python_literal(text)
+    return (True, value) if ok and isinstance(value, list | dict) else (False, None)
 
 
 def read_untyped(text: str) -> Any:

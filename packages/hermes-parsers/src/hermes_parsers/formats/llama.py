@@ -43,7 +43,8 @@ chunking. An object stops being read at the first character that JSON cannot hav
 outside a string (``;``, ``)``, ``<``, a mismatched bracket, or anything but ``"`` or
 ``}`` right after ``{``); that character is read again as content, so ``Use { and then
 {"name": ...}`` still finds the call. Strings may hold raw control characters (newlines);
-``NaN`` and ``Infinity`` are not JSON and make the object invalid. Each character is
+``NaN``, ``Infinity``, numbers too large for a float (``1e999``) and ``\\u`` escapes that
+leave a lone surrogate (``\\ud800``) make the object invalid. Each character is
 examined a bounded number of times: time is linear in the input.
 
 Values are typed JSON, so ``tools`` schemas change nothing here (as in vLLM and SGLang,
@@ -73,6 +74,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from hermes_parsers.api import register_parser
+from hermes_parsers.arguments import decode_json_prefix, load_json
 from hermes_parsers.base import ToolCallParser
 from hermes_parsers.scanner import Scanner
 from hermes_parsers.segments import Content, Malformed, RawCall, Reasoning, Segment
@@ -107,12 +109,6 @@ _TAG_REASON: Final = f"{PYTHON_TAG} is not followed by a JSON tool call"
 _UNTERMINATED: Final = "tool call JSON is unterminated (the text ended inside it)"
 _NO_ARGUMENTS: Final = 'tool call JSON has no "parameters" (or "arguments")'
 
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-_DECODER: Final = json.JSONDecoder(strict=False, parse_constant=_reject_constant)
 
 # Scanner modes.
 _CONTENT: Final = 0
@@ -304,12 +300,10 @@ class _LlamaScanner:
         self._hard = hard
         if self._budget > 0:
             try:
-                value, end = _DECODER.raw_decode(s, j)
-            except RecursionError:
-                self._budget -= j + 1
+                value, end = decode_json_prefix(s, j, control_characters=True)
             except json.JSONDecodeError as exc:
                 self._budget -= exc.pos + 1
-            except ValueError:  # NaN / Infinity
+            except ValueError:  # NaN, 1e999, a lone surrogate, too deep
                 self._budget -= j + 1
             else:
                 if isinstance(value, dict):
@@ -418,9 +412,7 @@ class _LlamaScanner:
         if complete:
             try:
                 if value is None:
-                    value = _DECODER.decode(text)
-            except RecursionError:
-                reason = "tool call JSON is nested too deeply to decode"
+                    value = load_json(text, control_characters=True)
             except ValueError as exc:
                 reason = f"tool call is not valid JSON ({exc})"
             else:
