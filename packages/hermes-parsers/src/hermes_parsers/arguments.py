@@ -7,6 +7,8 @@ import math
 import re
 from typing import Any
 
+from hermes_parsers.errors import ArgumentsError
+
 __all__ = [
     "ArgumentsError",
     "decode_arguments",
@@ -16,10 +18,6 @@ __all__ = [
     "find_lone_surrogate",
     "load_json",
 ]
-
-
-class ArgumentsError(ValueError):
-    """The arguments of a call are not a JSON object."""
 
 
 def _reject_constant(name: str) -> Any:
@@ -149,9 +147,13 @@ def decode_arguments(arguments: Any) -> dict[str, Any]:
         try:
             value = load_json(value)
         except ValueError as exc:
-            raise ArgumentsError(f"arguments are not valid JSON ({exc})") from None
+            raise ArgumentsError(
+                f"arguments are not valid JSON ({exc})", problem="invalid_json"
+            ) from None
     if not isinstance(value, dict):
-        raise ArgumentsError(f"arguments must be a JSON object, got {type(value).__name__}")
+        raise ArgumentsError(
+            f"arguments must be a JSON object, got {type(value).__name__}", problem="not_object"
+        )
     return value
 
 
@@ -164,7 +166,9 @@ def encode_arguments(value: dict[str, Any]) -> str:
     try:
         return _ENCODER.encode(value)
     except (TypeError, ValueError, RecursionError) as exc:
-        raise ArgumentsError(f"arguments cannot be written as JSON ({exc})") from None
+        raise ArgumentsError(
+            f"arguments cannot be written as JSON ({exc})", problem="unencodable"
+        ) from None
 
 
 def dump_arguments(arguments: Any) -> str:

@@ -8,8 +8,8 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterable
 
-from hermes_parsers.arguments import ArgumentsError, decode_arguments, find_lone_surrogate
-from hermes_parsers.errors import ParseError
+from hermes_parsers.arguments import decode_arguments, find_lone_surrogate
+from hermes_parsers.errors import ArgumentsError, ParseError, ParseErrorKind
 from hermes_parsers.events import ContentDelta, ReasoningDelta, StreamEvent, ToolCallEvent
 from hermes_parsers.result import ParseResult
 from hermes_parsers.segments import Content, Malformed, RawCall, Reasoning, Segment
@@ -78,27 +78,33 @@ class Assembler:
                 out.append(ContentDelta(text))
         return out
 
-    def _malformed(self, segment: Malformed) -> None:
+    def _malformed(self, segment: Malformed, kind: ParseErrorKind = "markup") -> None:
         if self._strict:
-            raise ParseError(self._parser, segment.reason, segment.offset, segment.raw[:80])
+            raise ParseError(
+                self._parser, segment.reason, segment.offset, segment.raw[:80], kind=kind
+            )
 
     def _validate(self, raw: RawCall) -> ToolCall | None:
         name = raw.name
         if type(name) is str:
             name = name.strip()
         if not isinstance(name, str) or not name:
-            self._malformed(Malformed(raw.raw, "tool call without a function name", raw.offset))
+            self._malformed(
+                Malformed(raw.raw, "tool call without a function name", raw.offset), "name"
+            )
             return None
         if not raw.raw.isascii() and find_lone_surrogate(raw.raw) >= 0:
             reason = f"call to {name!r} holds a lone surrogate, which no UTF-8 text can hold"
-            self._malformed(Malformed(raw.raw, reason, raw.offset))
+            self._malformed(Malformed(raw.raw, reason, raw.offset), "encoding")
             return None
         arguments = raw.arguments
         if type(arguments) is not dict:
             try:
                 arguments = decode_arguments(arguments)
             except ArgumentsError as exc:
-                self._malformed(Malformed(raw.raw, f"call to {name!r}: {exc}", raw.offset))
+                self._malformed(
+                    Malformed(raw.raw, f"call to {name!r}: {exc}", raw.offset), "arguments"
+                )
                 return None
         identifier = raw.id or call_id(len(self._calls), name, raw.raw)
         return _build_call(identifier, _from_value(name, arguments))

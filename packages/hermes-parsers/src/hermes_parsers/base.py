@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from hermes_parsers.assembly import Assembler
+from hermes_parsers.errors import NotTextError, RenderError
 from hermes_parsers.result import ParseResult
 from hermes_parsers.scanner import MarkerScanner, Region, Scanner, reasoning_region
 from hermes_parsers.schema import ToolSchemas
@@ -68,11 +69,11 @@ class ToolCallParser(ABC):
             ``ParseResult`` (unpacks as ``content, tool_calls``; has ``.reasoning``).
 
         Raises:
-            TypeError: if ``text`` is not a ``str``.
+            NotTextError: (a TypeError) if ``text`` is not a ``str``.
             ParseError: in strict mode, if tool-call markup is malformed.
         """
         if not isinstance(text, str):
-            raise TypeError(f"parse() takes str, got {type(text).__name__}; decode bytes first")
+            raise NotTextError(f"parse() takes str, got {type(text).__name__}; decode bytes first")
         scanner = self._scanner()
         assembler = Assembler(self.name, strict=self.strict)
         if type(scanner) is MarkerScanner:
@@ -109,15 +110,16 @@ class ToolCallParser(ABC):
         where the format carries them).
 
         Raises:
-            ValueError: if ``content`` contains this format's tool-call markup, or a call
+            RenderError: if ``content`` contains this format's tool-call markup, or a call
                 has no name or non-object arguments.
         """
         calls = [c if isinstance(c, ToolCall) else ToolCall.from_dict(c) for c in tool_calls or ()]
         text = (content or "").strip()
         for marker in (*self.markers, "<think>", "</think>"):
             if marker in text:
-                raise ValueError(
-                    f"{self.name}: content contains {marker!r}, which this format reads as markup"
+                raise RenderError(
+                    f"{self.name}: content contains {marker!r}, which this format reads as markup",
+                    kind="content",
                 )
         head = ""
         if self.think_prefilled:
@@ -127,7 +129,9 @@ class ToolCallParser(ABC):
         if not calls:
             return head + text
         if text and not self.content_with_calls:
-            raise ValueError(f"{self.name}: this format cannot hold content beside tool calls")
+            raise RenderError(
+                f"{self.name}: this format cannot hold content beside tool calls", kind="content"
+            )
         return head + self._render_body(text, calls)
 
     def _render_body(self, content: str, calls: list[ToolCall]) -> str:

@@ -64,7 +64,7 @@ Without a schema, a string that would read back as something else (``"42"``, ``"
 parser the ``tools`` to render exactly what the template renders. A value that cannot be
 spelled so that it reads back unchanged (a string holding ``</arg_value>``, ``<arg_key>``,
 ``<arg_value>`` or ``</tool_call>``; a value a schema would turn into another type) makes
-``render`` raise ``ValueError``.
+``render`` raise ``RenderError`` (a ``ValueError``).
 """
 
 from __future__ import annotations
@@ -78,6 +78,7 @@ from typing import Any, ClassVar
 from hermes_parsers.api import register_parser
 from hermes_parsers.arguments import load_json
 from hermes_parsers.base import ToolCallParser
+from hermes_parsers.errors import RenderError
 from hermes_parsers.formats._json_calls import escape_markers
 from hermes_parsers.formats._python_literal import python_literal
 from hermes_parsers.formats._xml_params import same_json
@@ -252,22 +253,23 @@ class _GlmParser(ToolCallParser):
         """Write an assistant turn as the GLM chat template does (see the module docstring).
 
         Raises:
-            ValueError: if the content or reasoning holds markup, or a name, key or value
+            RenderError: if the content or reasoning holds markup, or a name, key or value
                 cannot be written so that it reads back unchanged.
         """
         calls = [c if isinstance(c, ToolCall) else ToolCall.from_dict(c) for c in tool_calls or ()]
         text = (content or "").strip()
         for marker in (*self.markers, _THINK, _THINK_END):
             if marker in text:
-                raise ValueError(
-                    f"{self.name}: content contains {marker!r}, which this format reads as markup"
+                raise RenderError(
+                    f"{self.name}: content contains {marker!r}, which this format reads as markup",
+                    kind="content",
                 )
         head = ""
         if reasoning is not None or self.think_prefilled:
             thought = (reasoning or "").strip()
             for tag in (_THINK, _THINK_END):
                 if tag in thought:
-                    raise ValueError(f"{self.name}: reasoning contains {tag!r}")
+                    raise RenderError(f"{self.name}: reasoning contains {tag!r}", kind="content")
             head = f"{thought}{_THINK_END}" if self.think_prefilled else f"<think>{thought}</think>"
         parts = ([text] if text else []) + ([self._render_calls(calls)] if calls else [])
         return self._joiner.join([head, *parts] if head else parts)
@@ -279,12 +281,14 @@ class _GlmParser(ToolCallParser):
         name = call.function.name
         problem = _name_problem(name)
         if problem is not None:
-            raise ValueError(f"{self.name}: cannot write a call: {problem}")
+            raise RenderError(f"{self.name}: cannot write a call: {problem}", kind="call")
         sep = self._joiner
         pieces = [f"{_START}{name}{sep}"]
         for key, value in json.loads(call.function.arguments).items():
             if not key or key != key.strip() or any(t in key for t in _UNWRITABLE_KEY):
-                raise ValueError(f"{self.name}: cannot write the argument key {key!r} of {name!r}")
+                raise RenderError(
+                    f"{self.name}: cannot write the argument key {key!r} of {name!r}", kind="call"
+                )
             spelled = self._spell(name, key, value)
             pieces.append(f"{_KEY}{key}{_KEY_END}{sep}{_VALUE}{spelled}{_VALUE_END}{sep}")
         pieces.append(_END)
@@ -295,9 +299,10 @@ class _GlmParser(ToolCallParser):
         ``value``; else (a string) as a JSON string; else ``ValueError``."""
         if isinstance(value, str):
             if any(tag in value for tag in _NOT_IN_VALUE):
-                raise ValueError(
+                raise RenderError(
                     f"{self.name}: the string value of {key!r} in a call to {tool!r} holds "
-                    "GLM markup, which the format cannot write inside a value"
+                    "GLM markup, which the format cannot write inside a value",
+                    kind="call",
                 )
             candidates = [value, json.dumps(value, ensure_ascii=False)]
         else:
@@ -305,9 +310,10 @@ class _GlmParser(ToolCallParser):
         for text in candidates:
             if same_json(self._convert(tool, key, text), value):
                 return text
-        raise ValueError(
+        raise RenderError(
             f"{self.name}: the value {value!r} of {key!r} in a call to {tool!r} cannot be "
-            "written so that it reads back unchanged (the tool's schema gives it another type)"
+            "written so that it reads back unchanged (the tool's schema gives it another type)",
+            kind="call",
         )
 
 

@@ -56,6 +56,7 @@ from typing import Any
 from hermes_parsers.api import register_parser
 from hermes_parsers.arguments import decode_json_prefix, load_json
 from hermes_parsers.base import ToolCallParser
+from hermes_parsers.errors import RenderError
 from hermes_parsers.formats._json_calls import escape_markers
 from hermes_parsers.scanner import Scanner
 from hermes_parsers.segments import Content, Malformed, RawCall, Reasoning, Segment
@@ -440,15 +441,16 @@ class KimiK2Parser(ToolCallParser):
         ``{reasoning}</think>`` when the parser was made with ``think_prefilled``.
 
         Raises:
-            ValueError: if the content or reasoning holds Kimi markup, a function name
+            RenderError: if the content or reasoning holds Kimi markup, a function name
                 cannot be written in an id, or arguments are not a JSON object.
         """
         if reasoning is not None:
             for marker in (*_SECTION_BEGINS, CALL_BEGIN, THINK_CLOSE):
                 if marker in reasoning:
-                    raise ValueError(
+                    raise RenderError(
                         f"{self.name}: reasoning contains {marker!r}, which this format "
-                        "reads as markup"
+                        "reads as markup",
+                        kind="content",
                     )
         plain = copy.copy(self)
         plain.think_prefilled = False
@@ -467,8 +469,9 @@ class KimiK2Parser(ToolCallParser):
         for index, call in enumerate(calls):
             name = call.function.name
             if not name or name != name.strip() or any(m in name for m in _ALL_MARKERS):
-                raise ValueError(
-                    f"{self.name}: function name {name!r} cannot be written in a call id"
+                raise RenderError(
+                    f"{self.name}: function name {name!r} cannot be written in a call id",
+                    kind="call",
                 )
             split = split_call_id(call.id)
             call_id = (
@@ -477,11 +480,14 @@ class KimiK2Parser(ToolCallParser):
             try:
                 value = load_json(call.function.arguments)
             except ValueError as exc:
-                raise ValueError(
-                    f"{self.name}: arguments of {name!r} are not valid JSON ({exc})"
+                raise RenderError(
+                    f"{self.name}: arguments of {name!r} are not valid JSON ({exc})",
+                    kind="call",
                 ) from None
             if not isinstance(value, dict):
-                raise ValueError(f"{self.name}: arguments of {name!r} must be a JSON object")
+                raise RenderError(
+                    f"{self.name}: arguments of {name!r} must be a JSON object", kind="call"
+                )
             arguments = escape_markers(call.function.arguments.strip(), _ALL_MARKERS)
             parts.append(f"{CALL_BEGIN}{call_id}{ARGUMENT_BEGIN}{arguments}{CALL_END}")
         parts.append(SECTION_END)

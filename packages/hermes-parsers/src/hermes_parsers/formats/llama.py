@@ -62,7 +62,7 @@ Rendering follows the chat templates:
   Meta called a mistake; both spellings parse).
 
 ``render`` checks that its output parses back to the same content, calls and reasoning,
-and raises ``ValueError`` when it would not (for instance content that itself holds a
+and raises ``RenderError`` when it would not (for instance content that itself holds a
 call-shaped JSON object).
 """
 
@@ -76,6 +76,7 @@ from typing import Any, Final
 from hermes_parsers.api import register_parser
 from hermes_parsers.arguments import decode_json_prefix, load_json
 from hermes_parsers.base import ToolCallParser
+from hermes_parsers.errors import RenderError
 from hermes_parsers.scanner import Scanner
 from hermes_parsers.segments import Content, Malformed, RawCall, Reasoning, Segment
 from hermes_parsers.tool_call import ToolCall
@@ -499,7 +500,7 @@ class _LlamaJsonParser(ToolCallParser):
         """Write content and calls as the chat template does (see the module docstring).
 
         Raises:
-            ValueError: if the text would not parse back to the same content, calls and
+            RenderError: if the text would not parse back to the same content, calls and
                 reasoning (content holding a call-shaped JSON object or a Llama special
                 token, arguments that are not plain JSON), or the format cannot hold it.
         """
@@ -518,10 +519,11 @@ class _LlamaJsonParser(ToolCallParser):
             )
         )
         if not same:
-            raise ValueError(
+            raise RenderError(
                 f"{self.name}: the rendered text would not parse back to the same content, "
                 "calls and reasoning (content holding a JSON tool call object, or a value "
-                "that JSON cannot spell)"
+                "that JSON cannot spell)",
+                kind="call",
             )
         return text
 

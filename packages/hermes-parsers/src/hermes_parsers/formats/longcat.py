@@ -46,6 +46,7 @@ from typing import Any
 from hermes_parsers.api import register_parser
 from hermes_parsers.arguments import load_json
 from hermes_parsers.base import ToolCallParser
+from hermes_parsers.errors import RenderError
 from hermes_parsers.formats._json_calls import dump_call_object, read_json_object_body
 from hermes_parsers.formats._xml_params import read_value, skip_space
 from hermes_parsers.scanner import MarkerScanner, Region, Scanner, reasoning_region
@@ -143,12 +144,13 @@ class LongcatParser(ToolCallParser):
         ``think_prefilled``.
 
         Raises:
-            ValueError: if the content or reasoning holds LongCat markup, or a call's
+            RenderError: if the content or reasoning holds LongCat markup, or a call's
                 arguments are not a JSON object.
         """
         if reasoning is not None and THINK_CLOSE in reasoning:
-            raise ValueError(
-                f"{self.name}: reasoning contains {THINK_CLOSE!r}, which ends the reasoning"
+            raise RenderError(
+                f"{self.name}: reasoning contains {THINK_CLOSE!r}, which ends the reasoning",
+                kind="content",
             )
         plain = copy.copy(self)
         plain.think_prefilled = False
@@ -165,12 +167,14 @@ class LongcatParser(ToolCallParser):
             try:
                 value = load_json(call.function.arguments)
             except ValueError as exc:
-                raise ValueError(
-                    f"{self.name}: arguments of {call.function.name!r} are not valid JSON ({exc})"
+                raise RenderError(
+                    f"{self.name}: arguments of {call.function.name!r} are not valid JSON ({exc})",
+                    kind="call",
                 ) from None
             if not isinstance(value, dict):
-                raise ValueError(
-                    f"{self.name}: arguments of {call.function.name!r} must be a JSON object"
+                raise RenderError(
+                    f"{self.name}: arguments of {call.function.name!r} must be a JSON object",
+                    kind="call",
                 )
             blocks.append(f"{CALL_OPEN}\n{dump_call_object(call, _ESCAPE)}\n{CALL_CLOSE}")
         return "".join(blocks)
