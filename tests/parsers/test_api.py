@@ -218,3 +218,32 @@ def test_function_call_is_immutable_comparable_and_picklable() -> None:
     assert FunctionCall("f", "[1]") != lazy
     with pytest.raises(ValueError, match="not a JSON object"):
         FunctionCall("f", "[1]").parsed_arguments()
+
+
+def test_no_format_overrides_a_public_method_of_the_base() -> None:
+    public = {name for name in vars(ToolCallParser) if not name.startswith("_")}
+    public = {name for name in public if callable(getattr(ToolCallParser, name))}
+    assert {"parse", "stream", "render"} <= public
+    for name in list_parsers():
+        for cls in type(get_parser(name)).__mro__:
+            if cls is ToolCallParser or not issubclass(cls, ToolCallParser):
+                continue
+            overridden = public & set(vars(cls))
+            assert not overridden, f"{cls.__name__} overrides {sorted(overridden)}"
+
+
+def test_a_format_shapes_reasoning_through_hooks() -> None:
+    class Bracketed(hermes_parsers.formats.hermes.HermesParser):
+        reasoning_tags = ("<think>", "</think>")
+        reasoning_padding = ""
+        after_reasoning = " "
+        reasoning_forbidden = ("<tool_call>",)
+
+    parser = Bracketed()
+    assert parser.render("Hi.", reasoning=" why ") == "<think>why</think> Hi."
+    assert Bracketed(think_prefilled=True).render("Hi.", reasoning="why") == "why</think> Hi."
+    with pytest.raises(hermes_parsers.RenderError, match="reasoning contains '<tool_call>'"):
+        parser.render("Hi.", reasoning="a <tool_call> b")
+    with pytest.raises(hermes_parsers.RenderError, match="reasoning contains '</think>'"):
+        parser.render("Hi.", reasoning="a </think> b")
+    assert parser.parse(parser.render("Hi.", reasoning="why")).reasoning == "why"

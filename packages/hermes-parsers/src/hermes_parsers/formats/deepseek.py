@@ -269,6 +269,8 @@ class _DeepSeekParser(ToolCallParser):
     """What the DeepSeek formats share: the section, reasoning, and the end-of-turn token."""
 
     markers = (CALLS_BEGIN, EOS)
+    # Sections inside reasoning are read as calls; a final end-of-turn token is dropped.
+    reasoning_forbidden = (CALLS_BEGIN, EOS)
     vocabulary = (*_ESCAPE, _FENCE)
 
     @abstractmethod

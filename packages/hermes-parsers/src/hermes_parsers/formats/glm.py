@@ -72,7 +72,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from hermes_parsers.api import register_parser
@@ -168,6 +167,9 @@ class _GlmParser(ToolCallParser):
     vocabulary = (_START, _END, _KEY, _KEY_END, _VALUE, _VALUE_END, _THINK, _THINK_END)
     #: What the template writes between reasoning, content and calls.
     _joiner: ClassVar[str] = "\n"
+    reasoning_padding = ""
+    after_reasoning = "\n"
+    reasoning_forbidden = (_THINK,)
 
     def _call_regions(self) -> list[Region]:
         return [Region(_START, _END, self._read_call)]
@@ -243,36 +245,9 @@ class _GlmParser(ToolCallParser):
         return value if _finite(value) else text
 
     # rendering --------------------------------------------------------------------------
-    def render(
-        self,
-        content: str | None,
-        tool_calls: Sequence[ToolCall | Mapping[str, Any]] | None = None,
-        *,
-        reasoning: str | None = None,
-    ) -> str:
-        """Write an assistant turn as the GLM chat template does (see the module docstring).
-
-        Raises:
-            RenderError: if the content or reasoning holds markup, or a name, key or value
-                cannot be written so that it reads back unchanged.
-        """
-        calls = [c if isinstance(c, ToolCall) else ToolCall.from_dict(c) for c in tool_calls or ()]
-        text = (content or "").strip()
-        for marker in (*self.markers, _THINK, _THINK_END):
-            if marker in text:
-                raise RenderError(
-                    f"{self.name}: content contains {marker!r}, which this format reads as markup",
-                    kind="content",
-                )
-        head = ""
-        if reasoning is not None or self.think_prefilled:
-            thought = (reasoning or "").strip()
-            for tag in (_THINK, _THINK_END):
-                if tag in thought:
-                    raise RenderError(f"{self.name}: reasoning contains {tag!r}", kind="content")
-            head = f"{thought}{_THINK_END}" if self.think_prefilled else f"<think>{thought}</think>"
-        parts = ([text] if text else []) + ([self._render_calls(calls)] if calls else [])
-        return self._joiner.join([head, *parts] if head else parts)
+    def _render_body(self, content: str, calls: list[ToolCall]) -> str:
+        rendered = self._render_calls(calls)
+        return f"{content}{self._joiner}{rendered}" if content else rendered
 
     def _render_calls(self, calls: list[ToolCall]) -> str:
         return self._joiner.join(self._render_call(call) for call in calls)
@@ -327,3 +302,4 @@ class Glm47Parser(_GlmParser):
     """GLM-4.7 and GLM-5: the GLM-4.5 markup with no whitespace (reads both layouts)."""
 
     _joiner = ""
+    after_reasoning = ""

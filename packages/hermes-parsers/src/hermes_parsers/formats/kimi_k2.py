@@ -48,7 +48,6 @@ being the call's position in the message.
 
 from __future__ import annotations
 
-import copy
 import enum
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -392,6 +391,11 @@ class KimiK2Parser(ToolCallParser):
 
     markers = (SECTION_BEGIN, SECTION_BEGIN_SINGULAR, CALL_BEGIN)
     vocabulary = _ALL_MARKERS
+    # Kimi-K2-Thinking writes <think>{reasoning}</think> straight before the content, and
+    # reads sections and calls inside reasoning.
+    reasoning_padding = ""
+    after_reasoning = ""
+    reasoning_forbidden = (*_SECTION_BEGINS, CALL_BEGIN)
     carries_ids = True
 
     def __init__(
@@ -428,39 +432,6 @@ class KimiK2Parser(ToolCallParser):
         return fits[0] if len(fits) == 1 else None
 
     # rendering ----------------------------------------------------------------------
-    def render(
-        self,
-        content: str | None,
-        tool_calls: Sequence[ToolCall | Mapping[str, Any]] | None = None,
-        *,
-        reasoning: str | None = None,
-    ) -> str:
-        """Write content and calls as the Kimi K2 chat template does (see the module docstring).
-
-        Reasoning is written ``<think>{reasoning}</think>`` before the content, or
-        ``{reasoning}</think>`` when the parser was made with ``think_prefilled``.
-
-        Raises:
-            RenderError: if the content or reasoning holds Kimi markup, a function name
-                cannot be written in an id, or arguments are not a JSON object.
-        """
-        if reasoning is not None:
-            for marker in (*_SECTION_BEGINS, CALL_BEGIN, THINK_CLOSE):
-                if marker in reasoning:
-                    raise RenderError(
-                        f"{self.name}: reasoning contains {marker!r}, which this format "
-                        "reads as markup",
-                        kind="content",
-                    )
-        plain = copy.copy(self)
-        plain.think_prefilled = False
-        body = ToolCallParser.render(plain, content, tool_calls)
-        if self.think_prefilled:
-            return f"{(reasoning or '').strip()}{THINK_CLOSE}{body}"
-        if reasoning is not None:
-            return f"{THINK_OPEN}{reasoning.strip()}{THINK_CLOSE}{body}"
-        return body
-
     def _render_body(self, content: str, calls: list[ToolCall]) -> str:
         return content + self._render_calls(calls)
 

@@ -70,7 +70,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from hermes_parsers.api import register_parser
@@ -490,23 +489,16 @@ class _LlamaJsonParser(ToolCallParser):
     def _scanner(self) -> Scanner:
         return _LlamaScanner(think_prefilled=self.think_prefilled)
 
-    def render(
-        self,
-        content: str | None,
-        tool_calls: Sequence[ToolCall | Mapping[str, Any]] | None = None,
-        *,
-        reasoning: str | None = None,
-    ) -> str:
-        """Write content and calls as the chat template does (see the module docstring).
+    def _check_rendered(
+        self, rendered: str, content: str, calls: list[ToolCall], reasoning: str | None
+    ) -> None:
+        """Refuse a turn that would not parse back to the same content, calls and reasoning.
 
         Raises:
-            RenderError: if the text would not parse back to the same content, calls and
-                reasoning (content holding a call-shaped JSON object or a Llama special
-                token, arguments that are not plain JSON), or the format cannot hold it.
+            RenderError: for content holding a call-shaped JSON object or a Llama special
+                token, or arguments that are not plain JSON.
         """
-        text = super().render(content, tool_calls, reasoning=reasoning)
-        calls = [c if isinstance(c, ToolCall) else ToolCall.from_dict(c) for c in tool_calls or ()]
-        back = type(self)(think_prefilled=self.think_prefilled).parse(text)
+        back = type(self)(think_prefilled=self.think_prefilled).parse(rendered)
         parsed = back.tool_calls or []
         same = (
             back.content == ((content or "").strip() or None)
@@ -525,7 +517,6 @@ class _LlamaJsonParser(ToolCallParser):
                 "that JSON cannot spell)",
                 kind="call",
             )
-        return text
 
 
 @register_parser("llama3_json")

@@ -39,8 +39,6 @@ no separator), and reasoning as ``<longcat_think>\\n{reasoning}\\n</longcat_thin
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hermes_parsers.api import register_parser
@@ -86,6 +84,8 @@ class LongcatParser(ToolCallParser):
 
     markers = (CALL_OPEN, THINK_OPEN)
     vocabulary = _ESCAPE
+    reasoning_tags = (THINK_OPEN, THINK_CLOSE)
+    after_reasoning = "\n"
 
     # parsing ------------------------------------------------------------------------
     def _scanner(self) -> Scanner:
@@ -130,37 +130,6 @@ class LongcatParser(ToolCallParser):
         return RawCall(name, arguments, raw, offset)
 
     # rendering ----------------------------------------------------------------------
-    def render(
-        self,
-        content: str | None,
-        tool_calls: Sequence[ToolCall | Mapping[str, Any]] | None = None,
-        *,
-        reasoning: str | None = None,
-    ) -> str:
-        """Write content and calls in LongCat's JSON form (see the module docstring).
-
-        Reasoning is written ``<longcat_think>\\n{reasoning}\\n</longcat_think>\\n`` before
-        the content, or ``{reasoning}\\n</longcat_think>\\n`` when the parser was made with
-        ``think_prefilled``.
-
-        Raises:
-            RenderError: if the content or reasoning holds LongCat markup, or a call's
-                arguments are not a JSON object.
-        """
-        if reasoning is not None and THINK_CLOSE in reasoning:
-            raise RenderError(
-                f"{self.name}: reasoning contains {THINK_CLOSE!r}, which ends the reasoning",
-                kind="content",
-            )
-        plain = copy.copy(self)
-        plain.think_prefilled = False
-        body = ToolCallParser.render(plain, content, tool_calls)
-        if self.think_prefilled:
-            return f"{(reasoning or '').strip()}\n{THINK_CLOSE}\n{body}"
-        if reasoning is not None:
-            return f"{THINK_OPEN}\n{reasoning.strip()}\n{THINK_CLOSE}\n{body}"
-        return body
-
     def _render_calls(self, calls: list[ToolCall]) -> str:
         blocks = []
         for call in calls:

@@ -446,6 +446,10 @@ class MistralParser(ToolCallParser):
 
     markers = (_CALLS, _THINK_OPEN)
     vocabulary = _MARKUP
+    # [THINK]reasoning[/THINK], then the content and calls with no separators.
+    reasoning_tags = (_THINK_OPEN, _THINK_CLOSE)
+    reasoning_padding = ""
+    after_reasoning = ""
     carries_ids = False
     #: The rendering style used when ``style`` is not given.
     default_style: ClassVar[MistralStyle] = "args"
@@ -478,41 +482,12 @@ class MistralParser(ToolCallParser):
         return _PrefilledScanner(scanner) if self.think_prefilled else scanner
 
     # rendering ------------------------------------------------------------------------
-    def render(
-        self,
-        content: str | None,
-        tool_calls: Sequence[ToolCall | Mapping[str, Any]] | None = None,
-        *,
-        reasoning: str | None = None,
-    ) -> str:
-        """Write a turn as Mistral's templates do: ``[THINK]reasoning[/THINK]``, the
-        content, then the calls in this parser's ``style`` (no separators in between).
+    def _reasoning_stops(self) -> tuple[str, ...]:
+        # A prefilled reasoning ends at either closing tag.
+        return _THINK_ENDS if self.think_prefilled else (_THINK_CLOSE,)
 
-        Raises:
-            RenderError: if the content holds ``[TOOL_CALLS]``, ``[THINK]``, ``<think>`` or
-                ``</think>``; the reasoning holds ``[/THINK]``; a call has non-object
-                arguments; or (per-call styles) a name or id cannot be spelled.
-        """
-        calls = [c if isinstance(c, ToolCall) else ToolCall.from_dict(c) for c in tool_calls or ()]
-        text = (content or "").strip()
-        for marker in (_CALLS, _THINK_OPEN, "<think>", "</think>"):
-            if marker in text:
-                raise RenderError(
-                    f"mistral: content contains {marker!r}, which this format reads as markup",
-                    kind="content",
-                )
-        head = ""
-        if self.think_prefilled or reasoning is not None:
-            thought = (reasoning or "").strip()
-            for end in _THINK_ENDS if self.think_prefilled else (_THINK_CLOSE,):
-                if end in thought:
-                    raise RenderError(
-                        f"mistral: reasoning contains {end!r}, which ends it", kind="content"
-                    )
-            head = f"{thought}{_THINK_CLOSE}"
-            if not self.think_prefilled:
-                head = _THINK_OPEN + head
-        return head + text + (self._render_calls(calls) if calls else "")
+    def _render_body(self, content: str, calls: list[ToolCall]) -> str:
+        return content + self._render_calls(calls)
 
     def _render_calls(self, calls: list[ToolCall]) -> str:
         if self.style == "array":
