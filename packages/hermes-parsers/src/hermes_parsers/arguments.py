@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from typing import Any
 
 from hermes_parsers.errors import ArgumentsError
@@ -36,9 +37,14 @@ _DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite
 _LAX_DECODER = json.JSONDecoder(
     strict=False, parse_constant=_reject_constant, parse_float=_finite_float
 )
+# The decoders' scanners, called directly: ``raw_decode`` only wraps them in a Python frame.
+_SCAN: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
+_LAX_SCAN: Callable[[str, int], tuple[Any, int]] = _LAX_DECODER.scan_once  # type: ignore[attr-defined]
+_JSON_SPACE = frozenset(" \t\n\r")
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 _SPACE = re.compile(r"[ \t\n\r]*")  # JSON's own whitespace
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # \uD800..\uDFFF in JSON text
 
 
 def find_lone_surrogate(text: str, start: int = 0, end: int | None = None) -> int:
@@ -46,13 +52,12 @@ def find_lone_surrogate(text: str, start: int = 0, end: int | None = None) -> in
     is in ``text[start:end]``, or -1. Pure-ASCII text is answered without a scan."""
     if text.isascii():
         return -1
-    found = _SURROGATE.search(text, start, len(text) if end is None else end)
-    return -1 if found is None else found.start()
-
-
-def _escapes_surrogate(text: str, start: int, end: int) -> bool:
-    """Whether ``text[start:end]`` may hold a ``\\uD800``..``\\uDFFF`` escape."""
-    return text.find("\\ud", start, end) >= 0 or text.find("\\uD", start, end) >= 0
+    piece = text if start == 0 and end is None else text[start:end]
+    try:
+        piece.encode("utf-8")  # the C encoder is several times faster than a regex scan
+    except UnicodeEncodeError as exc:
+        return start + exc.start
+    return -1
 
 
 def _holds_lone_surrogate(value: Any) -> bool:
@@ -74,24 +79,15 @@ def _holds_lone_surrogate(value: Any) -> bool:
     return False
 
 
-def _raw_decode(text: str, start: int, lax: bool) -> tuple[Any, int]:
-    try:
-        value, end = (_LAX_DECODER if lax else _DECODER).raw_decode(text, start)
-    except RecursionError:
-        raise ValueError("JSON nested too deeply") from None
-    if _escapes_surrogate(text, start, end) and _holds_lone_surrogate(value):
+def _check_escapes(value: Any) -> None:
+    """Raise if ``value`` (decoded from text holding a ``\\uD800``..``\\uDFFF`` escape)
+    holds a lone surrogate. Called only when such an escape occurs: other text pays one
+    regex search."""
+    if _holds_lone_surrogate(value):
         raise ValueError(
             "a \\u escape gives a lone surrogate (\\ud800-\\udfff without its pair), "
             "which no UTF-8 text can hold"
         )
-    return value, end
-
-
-def _skip_space(text: str, pos: int) -> int:
-    if pos >= len(text) or text[pos] not in " \t\n\r":
-        return pos
-    match = _SPACE.match(text, pos)
-    return match.end() if match else pos
 
 
 def load_json(text: str, *, control_characters: bool = False) -> Any:
@@ -103,8 +99,16 @@ def load_json(text: str, *, control_characters: bool = False) -> Any:
         ValueError: if ``text`` is not exactly one such JSON value (surrounding
             whitespace allowed), or is nested too deeply to decode.
     """
-    value, end = _raw_decode(text, _skip_space(text, 0), control_characters)
-    if end != len(text) and _skip_space(text, end) != len(text):
+    start = _SPACE.match(text).end() if text[:1] in _JSON_SPACE else 0  # type: ignore[union-attr]
+    try:
+        value, end = (_LAX_SCAN if control_characters else _SCAN)(text, start)
+    except StopIteration as stop:  # what JSONDecoder.raw_decode turns into its error
+        raise json.JSONDecodeError("Expecting value", text, stop.value) from None
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+    if _SURROGATE_ESCAPE.search(text) is not None:
+        _check_escapes(value)
+    if end != len(text) and _SPACE.match(text, end).end() != len(text):  # type: ignore[union-attr]
         raise ValueError(f"extra data after the JSON value at char {end}")
     return value
 
@@ -122,7 +126,15 @@ def decode_json_prefix(
         json.JSONDecodeError: (a ValueError) if no complete JSON value starts there.
         ValueError: if the value is one ``load_json`` refuses, or is nested too deeply.
     """
-    return _raw_decode(text, start, control_characters)
+    try:
+        value, end = (_LAX_SCAN if control_characters else _SCAN)(text, start)
+    except StopIteration as stop:
+        raise json.JSONDecodeError("Expecting value", text, stop.value) from None
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+    if _SURROGATE_ESCAPE.search(text, start, end) is not None:
+        _check_escapes(value)
+    return value, end
 
 
 def decode_arguments(arguments: Any) -> dict[str, Any]:

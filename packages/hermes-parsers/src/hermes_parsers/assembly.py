@@ -8,7 +8,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterable
 
-from hermes_parsers.arguments import decode_arguments, find_lone_surrogate
+from hermes_parsers.arguments import decode_arguments
 from hermes_parsers.errors import ArgumentsError, ParseError, ParseErrorKind
 from hermes_parsers.events import ContentDelta, ReasoningDelta, StreamEvent, ToolCallEvent
 from hermes_parsers.result import ParseResult
@@ -21,10 +21,13 @@ _build_call = ToolCall._build
 _from_value = FunctionCall.from_value
 
 
-def call_id(index: int, name: str, raw: str) -> str:
+def call_id(index: int, name: str, raw: str, data: bytes | None = None) -> str:
     """A deterministic id for a call that the format gave none: the same call text at
-    the same place in the output always gets the same id (``call_<index>_<crc32>``)."""
-    checksum = zlib.crc32(raw.encode("utf-8", "surrogatepass"))
+    the same place in the output always gets the same id (``call_<index>_<crc32>``).
+    ``data``: ``raw`` already encoded as UTF-8, if the caller has it."""
+    if data is None:
+        data = raw.encode("utf-8", "surrogatepass")
+    checksum = zlib.crc32(data)
     return f"call_{index}_{checksum:08x}"
 
 
@@ -93,10 +96,15 @@ class Assembler:
                 Malformed(raw.raw, "tool call without a function name", raw.offset), "name"
             )
             return None
-        if not raw.raw.isascii() and find_lone_surrogate(raw.raw) >= 0:
-            reason = f"call to {name!r} holds a lone surrogate, which no UTF-8 text can hold"
-            self._malformed(Malformed(raw.raw, reason, raw.offset), "encoding")
-            return None
+        text = raw.raw
+        data = None  # the call's UTF-8 bytes, kept for its id's checksum
+        if not text.isascii():
+            try:
+                data = text.encode("utf-8")
+            except UnicodeEncodeError:
+                reason = f"call to {name!r} holds a lone surrogate, which no UTF-8 text can hold"
+                self._malformed(Malformed(text, reason, raw.offset), "encoding")
+                return None
         arguments = raw.arguments
         if type(arguments) is not dict:
             try:
@@ -106,7 +114,7 @@ class Assembler:
                     Malformed(raw.raw, f"call to {name!r}: {exc}", raw.offset), "arguments"
                 )
                 return None
-        identifier = raw.id or call_id(len(self._calls), name, raw.raw)
+        identifier = raw.id or call_id(len(self._calls), name, text, data)
         return _build_call(identifier, _from_value(name, arguments))
 
     def result(self) -> ParseResult:
