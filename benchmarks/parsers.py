@@ -6,8 +6,11 @@ For every registered format:
 - ``stream/parse``: time to stream the same text in 4-character chunks over ``parse()``.
 - growth ``10x/1x``: time at ten times the input over time at one time the input, for the
   realistic turn (ten times the calls), 100k unterminated opening markers (10k vs 100k),
-  and deeply nested JSON arguments (depth 1k vs 10k). Linear growth is about 10; the
-  script flags anything above 20 as super-linear.
+  deeply nested JSON arguments (depth 1k vs 10k), and every repeated partial construct of
+  the format's vocabulary (``hermes_parsers.adversarial.growth_units``: each marker, and
+  each piece of a rendered call from one marker to another, opened and left unclosed;
+  20k vs 200k characters, parsed and streamed in 64-character chunks; the worst unit is
+  shown). Linear growth is about 10; the script flags anything above 20 as super-linear.
 
 Prints a table; exits 1 if a bar is missed. Run: ``./dev bench`` or
 ``uv run python benchmarks/parsers.py [--quick]``.
@@ -23,8 +26,10 @@ import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from typing import Any
 
 from hermes_parsers import ToolCall, ToolCallParser, get_parser, list_parsers
+from hermes_parsers.adversarial import growth_units
 from hermes_parsers.tool_call import FunctionCall
 
 LINEAR_LIMIT = 20.0
@@ -82,7 +87,45 @@ def nested_text(parser: ToolCallParser, depth: int) -> str:
     return text.replace("{}", '{"a": ' + "[" * depth + "]" * depth + "}", 1)
 
 
-def measure(name: str, budget: float) -> dict[str, float]:
+def growth(fn: Callable[[str], object], small: str, large: str, budget: float) -> float:
+    """Time of ``fn(large)`` over time of ``fn(small)``. A ratio above the linear limit is
+    measured again with five times the budget and the smaller kept: with dozens of units
+    per format, the largest of many noisy ratios is otherwise a false alarm."""
+    ratio = 0.0
+    for attempt in (budget, 5 * budget):
+        again = best_time(lambda: fn(large), budget=attempt) / max(
+            best_time(lambda: fn(small), budget=attempt), 1e-7
+        )
+        ratio = again if ratio == 0.0 else min(ratio, again)
+        if ratio <= LINEAR_LIMIT:
+            break
+    return ratio
+
+
+def worst_partial_growth(parser: ToolCallParser, budget: float) -> tuple[float, float, str]:
+    """The largest 10x/1x time ratio over the format's growth units, for ``parse`` and
+    for streaming, and the label of the unit that gave the larger one (each timing gets
+    ``budget`` seconds)."""
+    worst_parse, worst_stream, worst = 0.0, 0.0, ""
+
+    def stream_all(text: str) -> None:
+        stream = parser.stream()
+        for i in range(0, len(text), 64):
+            stream.feed(text[i : i + 64])
+        stream.close()
+
+    for label, unit in growth_units(parser).items():
+        small = unit * max(1, 20_000 // len(unit))
+        large = small * 10
+        parsed = growth(parser.parse, small, large, budget)
+        streamed = growth(stream_all, small, large, budget)
+        if max(parsed, streamed) > max(worst_parse, worst_stream):
+            worst = label
+        worst_parse, worst_stream = max(worst_parse, parsed), max(worst_stream, streamed)
+    return worst_parse, worst_stream, worst
+
+
+def measure(name: str, budget: float) -> dict[str, Any]:
     parser = get_parser(name)
     text, arguments = realistic(parser, 4)
     parse_t = best_time(lambda: parser.parse(text), budget=budget)
@@ -104,7 +147,11 @@ def measure(name: str, budget: float) -> dict[str, float]:
     deep_1, deep_10 = nested_text(parser, 1_000), nested_text(parser, 10_000)
     nested_1 = best_time(lambda: parser.parse(deep_1), budget=budget)
     growth_nested = best_time(lambda: parser.parse(deep_10), budget=budget) / nested_1
+    g_partial, g_partial_stream, worst_unit = worst_partial_growth(parser, max(budget / 5, 0.02))
     return {
+        "g_partial": g_partial,
+        "g_partial_stream": g_partial_stream,
+        "worst_unit": worst_unit,
         "vs_json": parse_t / json_t,
         "stream": stream_t / parse_t,
         "parse_us": parse_t * 1e6,
@@ -123,6 +170,7 @@ def main() -> int:
     header = (
         f"{'format':<14}{'parse us':>10}{'vs json.loads':>15}{'stream/parse':>14}"
         f"{'10x calls':>11}{'10x open tags':>15}{'10x nesting':>13}"
+        f"{'10x partials':>14}{'(stream)':>10}  worst partial"
     )
     print(header)
     print("-" * len(header))
@@ -136,10 +184,11 @@ def main() -> int:
         print(
             f"{name:<14}{r['parse_us']:>10.1f}{r['vs_json']:>15.2f}{r['stream']:>14.2f}"
             f"{r['g_calls']:>11.1f}{r['g_adv']:>15.1f}{r['g_nested']:>13.1f}"
+            f"{r['g_partial']:>14.1f}{r['g_partial_stream']:>10.1f}  {r['worst_unit'][:40]}"
         )
         if r["vs_json"] > JSON_LIMIT:
             missed.append(f"{name}: parse is {r['vs_json']:.2f}x json.loads (bar {JSON_LIMIT})")
-        for key in ("g_calls", "g_adv", "g_nested"):
+        for key in ("g_calls", "g_adv", "g_nested", "g_partial", "g_partial_stream"):
             if r[key] > LINEAR_LIMIT:
                 missed.append(f"{name}: {key} grew {r[key]:.1f}x for 10x input")
     print()

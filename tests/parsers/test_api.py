@@ -24,6 +24,43 @@ SPEC_NAMES = {
 }  # fmt: skip
 
 
+def test_all_is_pinned() -> None:
+    # Adding or removing a public name is a decision: change this list with it.
+    assert hermes_parsers.__all__ == [
+        "ENTRY_POINT_GROUP",
+        "ArgumentsError",
+        "ContentDelta",
+        "FunctionCall",
+        "HermesParsersError",
+        "NotTextError",
+        "OptionError",
+        "ParseError",
+        "ParseResult",
+        "ParserRegistry",
+        "ReasoningDelta",
+        "RegistrationError",
+        "RenderError",
+        "StreamClosedError",
+        "StreamEvent",
+        "StreamParser",
+        "ToolCall",
+        "ToolCallError",
+        "ToolCallEvent",
+        "ToolCallParser",
+        "UnknownParserError",
+        "__version__",
+        "get_parser",
+        "list_parsers",
+        "register_parser",
+    ]
+
+    # Sorted as ruff (RUF022) sorts it: constants, then classes, then the rest.
+    def group(name: str) -> tuple[int, str]:
+        return (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
+
+    assert hermes_parsers.__all__ == sorted(hermes_parsers.__all__, key=group)
+
+
 def test_all_names_exist_and_are_exported() -> None:
     for name in hermes_parsers.__all__:
         assert hasattr(hermes_parsers, name), name
@@ -34,11 +71,18 @@ def test_all_names_exist_and_are_exported() -> None:
 
 def test_registered_names_cover_the_spec() -> None:
     registered = set(list_parsers())
-    assert registered <= SPEC_NAMES | registered
-    for name in registered & SPEC_NAMES:
+    assert set(list_parsers(include_aliases=True)) >= SPEC_NAMES | {"deepseek_v31"}
+    built_in = {
+        name
+        for name in registered
+        if type(get_parser(name)).__module__.startswith("hermes_parsers.formats.")
+    }
+    assert built_in == SPEC_NAMES  # plug-ins may add names, the package itself adds none
+    for name in SPEC_NAMES:
         parser = get_parser(name)
         assert isinstance(parser, ToolCallParser)
         assert parser.name == name
+    assert type(get_parser("deepseek_v31")) is type(get_parser("deepseek_v3_1"))
 
 
 def test_unknown_name_lists_known_ones() -> None:
@@ -174,3 +218,32 @@ def test_function_call_is_immutable_comparable_and_picklable() -> None:
     assert FunctionCall("f", "[1]") != lazy
     with pytest.raises(ValueError, match="not a JSON object"):
         FunctionCall("f", "[1]").parsed_arguments()
+
+
+def test_no_format_overrides_a_public_method_of_the_base() -> None:
+    public = {name for name in vars(ToolCallParser) if not name.startswith("_")}
+    public = {name for name in public if callable(getattr(ToolCallParser, name))}
+    assert {"parse", "stream", "render"} <= public
+    for name in list_parsers():
+        for cls in type(get_parser(name)).__mro__:
+            if cls is ToolCallParser or not issubclass(cls, ToolCallParser):
+                continue
+            overridden = public & set(vars(cls))
+            assert not overridden, f"{cls.__name__} overrides {sorted(overridden)}"
+
+
+def test_a_format_shapes_reasoning_through_hooks() -> None:
+    class Bracketed(hermes_parsers.formats.hermes.HermesParser):
+        reasoning_tags = ("<think>", "</think>")
+        reasoning_padding = ""
+        after_reasoning = " "
+        reasoning_forbidden = ("<tool_call>",)
+
+    parser = Bracketed()
+    assert parser.render("Hi.", reasoning=" why ") == "<think>why</think> Hi."
+    assert Bracketed(think_prefilled=True).render("Hi.", reasoning="why") == "why</think> Hi."
+    with pytest.raises(hermes_parsers.RenderError, match="reasoning contains '<tool_call>'"):
+        parser.render("Hi.", reasoning="a <tool_call> b")
+    with pytest.raises(hermes_parsers.RenderError, match="reasoning contains '</think>'"):
+        parser.render("Hi.", reasoning="a </think> b")
+    assert parser.parse(parser.render("Hi.", reasoning="why")).reasoning == "why"

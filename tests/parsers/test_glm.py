@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hermes_parsers import ParseError, ToolCall, get_parser
-from hermes_parsers.formats.glm import Glm45Parser, Glm47Parser, python_literal, read_untyped
+from hermes_parsers.formats._python_literal import python_literal
+from hermes_parsers.formats.glm import Glm45Parser, Glm47Parser, read_untyped
 from tests.parsers.test_streaming import check_stream
 
 TOOLS = [

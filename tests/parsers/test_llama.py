@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -14,6 +12,7 @@ from hypothesis import strategies as st
 
 from hermes_parsers import ContentDelta, ParseError, ToolCall, ToolCallEvent, get_parser
 from hermes_parsers.tool_call import FunctionCall
+from tests.parsers.steps import assert_linear
 from tests.parsers.test_streaming import check_stream, chunkings
 
 BOTH = ["llama3_json", "llama4_json"]
@@ -324,15 +323,6 @@ def test_random_texts_parse_and_stream_alike(name: str, data: st.DataObject) -> 
 
 
 # linear time ------------------------------------------------------------------------------
-def _seconds(fn: Callable[[], object]) -> float:
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 ADVERSARIAL = {
     "open-braces": "{",
     "open-keys": '{"a":',
@@ -348,25 +338,22 @@ ADVERSARIAL = {
 
 @pytest.mark.parametrize("unit", ADVERSARIAL.values(), ids=ADVERSARIAL.keys())
 def test_adversarial_inputs_take_linear_time(unit: str) -> None:
-    # Quadratic time would make ten times the input cost a hundred times more; the
-    # bound leaves room for a noisy machine.
+    # Quadratic work would make ten times the input cost a hundred times the steps.
     parser = get_parser("llama3_json")
-    count = 40_000 // len(unit)  # about 40k characters, then 400k
-    small, large = unit * count, unit * (10 * count)
-    parser.parse(small)  # warm up
-    t_small = max(_seconds(lambda: parser.parse(small)), 0.02)
-    t_large = _seconds(lambda: parser.parse(large))
-    assert t_large < 40 * t_small, (t_small, t_large)
+    assert_linear(lambda count: parser.parse(unit * count), 3000 // len(unit))
 
 
 def test_large_call_streamed_one_character_at_a_time() -> None:
-    body = "x" * 200_000
-    text = '{"name": "write", "parameters": {"data": "' + body + '", "n": [1, 2, 3]}}'
-    stream = get_parser("llama3_json").stream()
-    start = time.perf_counter()
-    for char in text:
-        stream.feed(char)
-    result = stream.close()
-    assert time.perf_counter() - start < 10
-    assert result.tool_calls is not None
-    assert json.loads(result.tool_calls[0].function.arguments)["data"] == body
+    parser = get_parser("llama3_json")
+
+    def run(count: int) -> None:
+        body = "x" * count
+        text = '{"name": "write", "parameters": {"data": "' + body + '", "n": [1, 2, 3]}}'
+        stream = parser.stream()
+        for char in text:
+            stream.feed(char)
+        result = stream.close()
+        assert result.tool_calls is not None
+        assert json.loads(result.tool_calls[0].function.arguments)["data"] == body
+
+    assert_linear(run, 300)

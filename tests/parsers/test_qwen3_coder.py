@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import time
 from functools import partial
 from typing import Any
 
@@ -12,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hermes_parsers import ContentDelta, ParseError, ToolCallEvent, get_parser
+from hermes_parsers import ContentDelta, ParseError, ParseResult, ToolCallEvent, get_parser
 from hermes_parsers.formats._xml_params import (
     MarkerFinder,
     read_untyped,
@@ -20,6 +19,7 @@ from hermes_parsers.formats._xml_params import (
     spell_value,
     template_text,
 )
+from tests.parsers.steps import assert_linear
 from tests.parsers.test_streaming import check_stream, chunkings
 
 TOOLS = [
@@ -373,35 +373,60 @@ def test_content_streams_before_the_call_is_complete() -> None:
 
 # --- linear time ---------------------------------------------------------------------
 @pytest.mark.parametrize(
-    "text",
+    ("head", "unit", "tail"),
     [
-        "<tool_call>" * 100_000,
-        "<function=" * 100_000,
-        "<tool_call>\n<function=f>\n" + "<parameter=a>\n" * 100_000,
-        "<tool_call>\n<function=f>\n" + "<parameter=" * 100_000,
-        "<tool_call>\n<function=f>\n<parameter=a>\n" + "[" * 100_000 + "\n</parameter>",
-        "<tool_call>\n<function=" + "x" * 500_000,
-        "<tool_call>\n" + "text " * 100_000 + "</tool_call>",
+        ("", "<tool_call>", ""),
+        ("", "<function=", ""),
+        ("<tool_call>\n<function=f>\n", "<parameter=a>\n", ""),
+        ("<tool_call>\n<function=f>\n", "<parameter=", ""),
+        ("<tool_call>\n<function=f>\n<parameter=a>\n", "[", "\n</parameter>"),
+        ("<tool_call>\n<function=", "x", ""),
+        ("<tool_call>\n", "text ", "</tool_call>"),
+        # Issue 12: each unclosed function was read to the end of the text again.
+        ("", "<function=f><parameter=a>x</parameter>", ""),
+        ("", "<tool_call><function=f><parameter=a>x</parameter>", ""),
     ],
-    ids=["openers", "functions", "params", "param-openers", "deep-json", "long-name", "text"],
+    ids=[
+        "openers",
+        "functions",
+        "params",
+        "param-openers",
+        "deep-json",
+        "long-name",
+        "text",
+        "unclosed-functions",
+        "unclosed-calls",
+    ],
 )
-def test_adversarial_inputs_parse_in_linear_time(text: str) -> None:
-    started = time.perf_counter()
-    result = get_parser("qwen3_coder").parse(text)
-    assert time.perf_counter() - started < 10
+def test_adversarial_inputs_parse_in_linear_time(head: str, unit: str, tail: str) -> None:
+    parser = get_parser("qwen3_coder")
+    result = parser.parse(head + unit * 1000 + tail)
     assert result.content is not None or result.tool_calls
+    assert_linear(lambda count: parser.parse(head + unit * count + tail), 3000 // len(unit))
+
+
+def test_unclosed_functions_stay_content_and_strict_names_the_first() -> None:
+    text = "<function=f><parameter=a>x</parameter>" * 3
+    assert get_parser("qwen3_coder").parse(text) == ParseResult(text, None)
+    with pytest.raises(ParseError) as caught:
+        get_parser("qwen3_coder", strict=True).parse(text)
+    assert caught.value.reason == "the text ended inside <function=f>"
+    assert caught.value.position == len("<function=")  # the name of the first function
 
 
 def test_long_value_streamed_char_by_char_is_linear() -> None:
-    value = "line <with> markup-ish </para\n" * 6000
-    text = _param("v", value, "f")
-    stream = get_parser("qwen3_coder").stream()
-    started = time.perf_counter()
-    for char in text:
-        stream.feed(char)
-    result = stream.close()
-    assert time.perf_counter() - started < 10
-    assert json.loads(result.tool_calls[0].function.arguments) == {"v": value}  # type: ignore[index]
+    value = "line <with> markup-ish </para\n"
+    parser = get_parser("qwen3_coder")
+
+    def run(count: int) -> None:
+        text = _param("v", value * count, "f")
+        stream = parser.stream()
+        for char in text:
+            stream.feed(char)
+        result = stream.close()
+        assert json.loads(result.tool_calls[0].function.arguments) == {"v": value * count}  # type: ignore[index]
+
+    assert_linear(run, 20)
 
 
 def test_marker_finder_matches_str_find() -> None:

@@ -14,7 +14,18 @@ from __future__ import annotations
 from hermes_parsers import formats as _formats  # registers the built-in formats
 from hermes_parsers.api import get_parser, list_parsers, register_parser
 from hermes_parsers.base import ToolCallParser
-from hermes_parsers.errors import ParseError, UnknownParserError
+from hermes_parsers.errors import (
+    ArgumentsError,
+    HermesParsersError,
+    NotTextError,
+    OptionError,
+    ParseError,
+    RegistrationError,
+    RenderError,
+    StreamClosedError,
+    ToolCallError,
+    UnknownParserError,
+)
 from hermes_parsers.events import ContentDelta, ReasoningDelta, StreamEvent, ToolCallEvent
 from hermes_parsers.registry import ENTRY_POINT_GROUP, ParserRegistry
 from hermes_parsers.result import ParseResult
@@ -25,15 +36,23 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "ArgumentsError",
     "ContentDelta",
     "FunctionCall",
+    "HermesParsersError",
+    "NotTextError",
+    "OptionError",
     "ParseError",
     "ParseResult",
     "ParserRegistry",
     "ReasoningDelta",
+    "RegistrationError",
+    "RenderError",
+    "StreamClosedError",
     "StreamEvent",
     "StreamParser",
     "ToolCall",
+    "ToolCallError",
     "ToolCallEvent",
     "ToolCallParser",
     "UnknownParserError",

@@ -32,7 +32,7 @@ def register_parser(name: str, *aliases: str) -> Callable[[P], P]:
     """Class decorator adding a ``ToolCallParser`` subclass to the default registry.
 
     Raises:
-        TypeError: if the decorated object is not a ``ToolCallParser`` subclass.
-        ValueError: if a name is already taken by another class.
+        RegistrationError: (a ValueError and a TypeError) if the decorated object is not
+            a ``ToolCallParser`` subclass, or a name is empty or already taken.
     """
     return default_registry.register(name, *aliases)

@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from typing import Any
+
+from hermes_parsers.errors import ArgumentsError
 
 __all__ = [
     "ArgumentsError",
@@ -13,12 +16,9 @@ __all__ = [
     "decode_json_prefix",
     "dump_arguments",
     "encode_arguments",
+    "find_lone_surrogate",
     "load_json",
 ]
-
-
-class ArgumentsError(ValueError):
-    """The arguments of a call are not a JSON object."""
 
 
 def _reject_constant(name: str) -> Any:
@@ -33,46 +33,108 @@ def _finite_float(text: str) -> float:
 
 
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+# The same, accepting raw control characters (newlines) inside strings, as Llama writes them.
+_LAX_DECODER = json.JSONDecoder(
+    strict=False, parse_constant=_reject_constant, parse_float=_finite_float
+)
+# The decoders' scanners, called directly: ``raw_decode`` only wraps them in a Python frame.
+_SCAN: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
+_LAX_SCAN: Callable[[str, int], tuple[Any, int]] = _LAX_DECODER.scan_once  # type: ignore[attr-defined]
+_JSON_SPACE = frozenset(" \t\n\r")
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 _SPACE = re.compile(r"[ \t\n\r]*")  # JSON's own whitespace
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # \uD800..\uDFFF in JSON text
 
 
-def _skip_space(text: str, pos: int) -> int:
-    if pos >= len(text) or text[pos] not in " \t\n\r":
-        return pos
-    match = _SPACE.match(text, pos)
-    return match.end() if match else pos
+def find_lone_surrogate(text: str, start: int = 0, end: int | None = None) -> int:
+    """Where a lone surrogate (a code point U+D800..U+DFFF, which no UTF-8 text can hold)
+    is in ``text[start:end]``, or -1. Pure-ASCII text is answered without a scan."""
+    if text.isascii():
+        return -1
+    piece = text if start == 0 and end is None else text[start:end]
+    try:
+        piece.encode("utf-8")  # the C encoder is several times faster than a regex scan
+    except UnicodeEncodeError as exc:
+        return start + exc.start
+    return -1
 
 
-def load_json(text: str) -> Any:
-    """Decode strict JSON (no NaN/Infinity) that must span the whole of ``text``.
+def _holds_lone_surrogate(value: Any) -> bool:
+    """Whether a decoded JSON value holds a string with a lone surrogate (a ``\\ud800``
+    escape not paired with a low surrogate decodes to one)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is str:
+            if _SURROGATE.search(item):
+                return True
+        elif type(item) is list:
+            stack.extend(item)
+        elif type(item) is dict:
+            for key, inner in item.items():
+                if _SURROGATE.search(key):
+                    return True
+                stack.append(inner)
+    return False
+
+
+def _check_escapes(value: Any) -> None:
+    """Raise if ``value`` (decoded from text holding a ``\\uD800``..``\\uDFFF`` escape)
+    holds a lone surrogate. Called only when such an escape occurs: other text pays one
+    regex search."""
+    if _holds_lone_surrogate(value):
+        raise ValueError(
+            "a \\u escape gives a lone surrogate (\\ud800-\\udfff without its pair), "
+            "which no UTF-8 text can hold"
+        )
+
+
+def load_json(text: str, *, control_characters: bool = False) -> Any:
+    """Decode strict JSON that must span the whole of ``text``: no NaN or Infinity, no
+    number too large for a float (``1e999``), no ``\\u`` escape that leaves a lone
+    surrogate. ``control_characters`` allows raw control characters inside strings.
 
     Raises:
-        ValueError: if ``text`` is not exactly one JSON value (surrounding whitespace
-            allowed), or is nested too deeply to decode.
+        ValueError: if ``text`` is not exactly one such JSON value (surrounding
+            whitespace allowed), or is nested too deeply to decode.
     """
+    start = _SPACE.match(text).end() if text[:1] in _JSON_SPACE else 0  # type: ignore[union-attr]
     try:
-        value, end = _DECODER.raw_decode(text, _skip_space(text, 0))
+        value, end = (_LAX_SCAN if control_characters else _SCAN)(text, start)
+    except StopIteration as stop:  # what JSONDecoder.raw_decode turns into its error
+        raise json.JSONDecodeError("Expecting value", text, stop.value) from None
     except RecursionError:
         raise ValueError("JSON nested too deeply") from None
-    if end != len(text) and _skip_space(text, end) != len(text):
+    if _SURROGATE_ESCAPE.search(text) is not None:
+        _check_escapes(value)
+    if end != len(text) and _SPACE.match(text, end).end() != len(text):  # type: ignore[union-attr]
         raise ValueError(f"extra data after the JSON value at char {end}")
     return value
 
 
-def decode_json_prefix(text: str, start: int = 0) -> tuple[Any, int]:
-    """Decode the one strict JSON value that begins at ``text[start]``.
+def decode_json_prefix(
+    text: str, start: int = 0, *, control_characters: bool = False
+) -> tuple[Any, int]:
+    """Decode the one strict JSON value (as ``load_json`` reads it) that begins at
+    ``text[start]``.
 
     Returns:
         The value and the index just past it; text after it is left alone.
 
     Raises:
-        ValueError: if no complete JSON value starts there, or it is nested too deeply.
+        json.JSONDecodeError: (a ValueError) if no complete JSON value starts there.
+        ValueError: if the value is one ``load_json`` refuses, or is nested too deeply.
     """
     try:
-        return _DECODER.raw_decode(text, start)
+        value, end = (_LAX_SCAN if control_characters else _SCAN)(text, start)
+    except StopIteration as stop:
+        raise json.JSONDecodeError("Expecting value", text, stop.value) from None
     except RecursionError:
         raise ValueError("JSON nested too deeply") from None
+    if _SURROGATE_ESCAPE.search(text, start, end) is not None:
+        _check_escapes(value)
+    return value, end
 
 
 def decode_arguments(arguments: Any) -> dict[str, Any]:
@@ -97,9 +159,13 @@ def decode_arguments(arguments: Any) -> dict[str, Any]:
         try:
             value = load_json(value)
         except ValueError as exc:
-            raise ArgumentsError(f"arguments are not valid JSON ({exc})") from None
+            raise ArgumentsError(
+                f"arguments are not valid JSON ({exc})", problem="invalid_json"
+            ) from None
     if not isinstance(value, dict):
-        raise ArgumentsError(f"arguments must be a JSON object, got {type(value).__name__}")
+        raise ArgumentsError(
+            f"arguments must be a JSON object, got {type(value).__name__}", problem="not_object"
+        )
     return value
 
 
@@ -112,7 +178,9 @@ def encode_arguments(value: dict[str, Any]) -> str:
     try:
         return _ENCODER.encode(value)
     except (TypeError, ValueError, RecursionError) as exc:
-        raise ArgumentsError(f"arguments cannot be written as JSON ({exc})") from None
+        raise ArgumentsError(
+            f"arguments cannot be written as JSON ({exc})", problem="unencodable"
+        ) from None
 
 
 def dump_arguments(arguments: Any) -> str:

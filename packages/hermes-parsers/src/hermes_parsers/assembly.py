@@ -8,8 +8,8 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterable
 
-from hermes_parsers.arguments import ArgumentsError, decode_arguments
-from hermes_parsers.errors import ParseError
+from hermes_parsers.arguments import decode_arguments
+from hermes_parsers.errors import ArgumentsError, ParseError, ParseErrorKind
 from hermes_parsers.events import ContentDelta, ReasoningDelta, StreamEvent, ToolCallEvent
 from hermes_parsers.result import ParseResult
 from hermes_parsers.segments import Content, Malformed, RawCall, Reasoning, Segment
@@ -21,10 +21,13 @@ _build_call = ToolCall._build
 _from_value = FunctionCall.from_value
 
 
-def call_id(index: int, name: str, raw: str) -> str:
+def call_id(index: int, name: str, raw: str, data: bytes | None = None) -> str:
     """A deterministic id for a call that the format gave none: the same call text at
-    the same place in the output always gets the same id (``call_<index>_<crc32>``)."""
-    checksum = zlib.crc32(raw.encode("utf-8", "surrogatepass"))
+    the same place in the output always gets the same id (``call_<index>_<crc32>``).
+    ``data``: ``raw`` already encoded as UTF-8, if the caller has it."""
+    if data is None:
+        data = raw.encode("utf-8", "surrogatepass")
+    checksum = zlib.crc32(data)
     return f"call_{index}_{checksum:08x}"
 
 
@@ -78,25 +81,40 @@ class Assembler:
                 out.append(ContentDelta(text))
         return out
 
-    def _malformed(self, segment: Malformed) -> None:
+    def _malformed(self, segment: Malformed, kind: ParseErrorKind = "markup") -> None:
         if self._strict:
-            raise ParseError(self._parser, segment.reason, segment.offset, segment.raw[:80])
+            raise ParseError(
+                self._parser, segment.reason, segment.offset, segment.raw[:80], kind=kind
+            )
 
     def _validate(self, raw: RawCall) -> ToolCall | None:
         name = raw.name
         if type(name) is str:
             name = name.strip()
         if not isinstance(name, str) or not name:
-            self._malformed(Malformed(raw.raw, "tool call without a function name", raw.offset))
+            self._malformed(
+                Malformed(raw.raw, "tool call without a function name", raw.offset), "name"
+            )
             return None
+        text = raw.raw
+        data = None  # the call's UTF-8 bytes, kept for its id's checksum
+        if not text.isascii():
+            try:
+                data = text.encode("utf-8")
+            except UnicodeEncodeError:
+                reason = f"call to {name!r} holds a lone surrogate, which no UTF-8 text can hold"
+                self._malformed(Malformed(text, reason, raw.offset), "encoding")
+                return None
         arguments = raw.arguments
         if type(arguments) is not dict:
             try:
                 arguments = decode_arguments(arguments)
             except ArgumentsError as exc:
-                self._malformed(Malformed(raw.raw, f"call to {name!r}: {exc}", raw.offset))
+                self._malformed(
+                    Malformed(raw.raw, f"call to {name!r}: {exc}", raw.offset), "arguments"
+                )
                 return None
-        identifier = raw.id or call_id(len(self._calls), name, raw.raw)
+        identifier = raw.id or call_id(len(self._calls), name, text, data)
         return _build_call(identifier, _from_value(name, arguments))
 
     def result(self) -> ParseResult:

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from hermes_parsers.assembly import Assembler
+from hermes_parsers.errors import NotTextError, RenderError
 from hermes_parsers.result import ParseResult
 from hermes_parsers.scanner import MarkerScanner, Region, Scanner, reasoning_region
 from hermes_parsers.schema import ToolSchemas
@@ -35,10 +36,23 @@ class ToolCallParser(ABC):
     name: ClassVar[str] = ""
     #: Strings that can open tool-call markup; content containing one cannot be rendered.
     markers: ClassVar[tuple[str, ...]] = ()
+    #: Every string the format reads as markup: openers, closers, separators, reasoning
+    #: tags. ``hermes_parsers.adversarial.growth_units`` repeats each of them, and every
+    #: piece of a rendered call between them, to check that parsing stays linear.
+    vocabulary: ClassVar[tuple[str, ...]] = ()
     #: Whether the format carries call ids (so ``render`` then ``parse`` keeps them).
     carries_ids: ClassVar[bool] = False
     #: Whether the format can hold content beside calls (``render`` refuses otherwise).
     content_with_calls: ClassVar[bool] = True
+    #: The opening and closing tags ``render`` writes around reasoning.
+    reasoning_tags: ClassVar[tuple[str, str]] = ("<think>", "</think>")
+    #: Written between each reasoning tag and the reasoning text.
+    reasoning_padding: ClassVar[str] = "\n"
+    #: Written after the closing reasoning tag, before the content and calls.
+    after_reasoning: ClassVar[str] = "\n\n"
+    #: Markers written reasoning cannot hold besides its closing tag (the parser would read
+    #: them as markup inside the reasoning).
+    reasoning_forbidden: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
         self,
@@ -64,11 +78,11 @@ class ToolCallParser(ABC):
             ``ParseResult`` (unpacks as ``content, tool_calls``; has ``.reasoning``).
 
         Raises:
-            TypeError: if ``text`` is not a ``str``.
+            NotTextError: (a TypeError) if ``text`` is not a ``str``.
             ParseError: in strict mode, if tool-call markup is malformed.
         """
         if not isinstance(text, str):
-            raise TypeError(f"parse() takes str, got {type(text).__name__}; decode bytes first")
+            raise NotTextError(f"parse() takes str, got {type(text).__name__}; decode bytes first")
         scanner = self._scanner()
         assembler = Assembler(self.name, strict=self.strict)
         if type(scanner) is MarkerScanner:
@@ -104,31 +118,75 @@ class ToolCallParser(ABC):
         ``parse(render(c, calls))`` gives back ``c`` (stripped) and the calls (ids too
         where the format carries them).
 
+        The turn is the reasoning (when given, or always with ``think_prefilled``, which
+        leaves out the opening tag), then the content, then the calls. A format shapes
+        it through hooks, never by overriding this method: ``reasoning_tags``,
+        ``reasoning_padding``, ``after_reasoning`` and ``reasoning_forbidden`` for the
+        reasoning; ``_render_body`` for how content and calls are joined;
+        ``_render_calls`` for the calls; ``_check_rendered`` to refuse a result.
+
         Raises:
-            ValueError: if ``content`` contains this format's tool-call markup, or a call
-                has no name or non-object arguments.
+            RenderError: if the content or reasoning holds this format's markup, or the
+                format cannot hold content beside calls, or a call cannot be written.
+            ToolCallError: if a call given as a mapping has no name or non-object
+                arguments.
         """
         calls = [c if isinstance(c, ToolCall) else ToolCall.from_dict(c) for c in tool_calls or ()]
         text = (content or "").strip()
         for marker in (*self.markers, "<think>", "</think>"):
             if marker in text:
-                raise ValueError(
-                    f"{self.name}: content contains {marker!r}, which this format reads as markup"
+                raise RenderError(
+                    f"{self.name}: content contains {marker!r}, which this format reads as markup",
+                    kind="content",
                 )
-        head = ""
-        if self.think_prefilled:
-            head = f"{(reasoning or '').strip()}\n</think>\n\n"
-        elif reasoning is not None:
-            head = f"<think>\n{reasoning.strip()}\n</think>\n\n"
+        head = self._render_reasoning(reasoning)
         if not calls:
-            return head + text
-        if text and not self.content_with_calls:
-            raise ValueError(f"{self.name}: this format cannot hold content beside tool calls")
-        return head + self._render_body(text, calls)
+            rendered = head + text
+        elif text and not self.content_with_calls:
+            raise RenderError(
+                f"{self.name}: this format cannot hold content beside tool calls", kind="content"
+            )
+        else:
+            rendered = head + self._render_body(text, calls)
+        self._check_rendered(rendered, text, calls, reasoning)
+        return rendered
+
+    def _render_reasoning(self, reasoning: str | None) -> str:
+        """``{open}{pad}{reasoning}{pad}{close}{after}`` from the reasoning hooks (no opening
+        tag with ``think_prefilled``); empty when there is no reasoning to write."""
+        if reasoning is None and not self.think_prefilled:
+            return ""
+        thought = (reasoning or "").strip()
+        for marker in self._reasoning_stops():
+            if marker in thought:
+                raise RenderError(
+                    f"{self.name}: reasoning contains {marker!r}, which this format reads "
+                    "as markup",
+                    kind="content",
+                )
+        opening, closing = self.reasoning_tags
+        pad = self.reasoning_padding
+        tail = f"{thought}{pad}{closing}{self.after_reasoning}"
+        return tail if self.think_prefilled else f"{opening}{pad}{tail}"
+
+    def _reasoning_stops(self) -> tuple[str, ...]:
+        """What written reasoning cannot hold: its closing tag and ``reasoning_forbidden``."""
+        return (*self.reasoning_forbidden, self.reasoning_tags[1])
 
     def _render_body(self, content: str, calls: list[ToolCall]) -> str:
+        """Content and calls as the template joins them (a newline between, by default)."""
         rendered = self._render_calls(calls)
         return f"{content}\n{rendered}" if content else rendered
+
+    def _check_rendered(
+        self, rendered: str, content: str, calls: list[ToolCall], reasoning: str | None
+    ) -> None:
+        """Refuse a rendered turn the format would not read back (default: accept all).
+
+        Raises:
+            RenderError: in formats that check (see the format's ``_check_rendered``).
+        """
+        del rendered, content, calls, reasoning  # the base accepts every turn
 
     @abstractmethod
     def _render_calls(self, calls: list[ToolCall]) -> str:

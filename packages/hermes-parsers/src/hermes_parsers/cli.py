@@ -1,8 +1,12 @@
-"""``python -m hermes_parsers``: parse raw model text from the command line.
+"""The ``hermes-parsers`` command (also ``python -m hermes_parsers``).
 
-python -m hermes_parsers parse --format hermes < completion.txt   # JSON message out
-python -m hermes_parsers demo                                    # every format, end to end
-python -m hermes_parsers list                                    # registered names
+    hermes-parsers parse -f hermes completion.txt     # JSON assistant message out
+    hermes-parsers parse -f qwen3_coder < out.txt     # stdin when no file is given
+    hermes-parsers demo                               # every format, end to end
+    hermes-parsers list                               # registered names
+
+Every failure is one line on stderr naming what was wrong, and exit status 2 (1 when the
+demo finds a format that does not round-trip); never a traceback.
 """
 
 from __future__ import annotations
@@ -10,8 +14,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
-from typing import TextIO
+from collections.abc import Mapping, Sequence
+from typing import Any, NoReturn, TextIO
 
 from hermes_parsers.api import get_parser, list_parsers
 from hermes_parsers.errors import ParseError, UnknownParserError
@@ -19,6 +23,7 @@ from hermes_parsers.tool_call import FunctionCall, ToolCall
 
 __all__ = ["main"]
 
+_SUMMARY = "Parse raw model text into OpenAI-shaped tool calls, in any of twelve formats."
 _SAMPLE_CALLS = [
     ToolCall("call_1", FunctionCall("terminal", json.dumps({"command": "ls -la /workspace"}))),
     ToolCall(
@@ -29,6 +34,22 @@ _SAMPLE_CALLS = [
         ),
     ),
 ]
+
+
+_JSON_TYPES = {"dict": "object", "list": "array", "str": "string", "int": "number"}
+_JSON_TYPES |= {"float": "number", "bool": "boolean", "NoneType": "null"}
+
+
+class _UsageFailure(Exception):
+    """A command-line input was wrong; the message is the one line to print (never
+    raised out of ``main``)."""
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line (no usage block)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def _demo(out: TextIO) -> int:
@@ -53,22 +74,103 @@ def _demo(out: TextIO) -> int:
     return 1 if failures else 0
 
 
+def _read_text(path: str, what: str) -> str:
+    """The UTF-8 text of the file at ``path``.
+
+    Raises:
+        _UsageFailure: if it cannot be read or is not UTF-8.
+    """
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        raise _UsageFailure(f"{what} {path!r} does not exist") from None
+    except IsADirectoryError:
+        raise _UsageFailure(f"{what} {path!r} is a directory, not a file") from None
+    except PermissionError:
+        raise _UsageFailure(f"{what} {path!r} cannot be read (permission denied)") from None
+    except UnicodeDecodeError as exc:
+        raise _UsageFailure(
+            f"{what} {path!r} is not UTF-8 text (byte {exc.start} cannot be decoded)"
+        ) from None
+    except OSError as exc:
+        raise _UsageFailure(f"{what} {path!r} cannot be read ({exc.strerror})") from None
+
+
+def _read_tools(path: str) -> list[Mapping[str, Any]]:
+    """The tool schemas in the JSON file at ``path``: a list of OpenAI tool entries.
+
+    Raises:
+        _UsageFailure: if the file cannot be read, is not JSON, or is not a list of objects.
+    """
+    text = _read_text(path, "--tools file")
+    try:
+        tools = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _UsageFailure(
+            f"--tools file {path!r} is not valid JSON ({exc.msg} at line {exc.lineno}, "
+            f"column {exc.colno})"
+        ) from None
+    if not isinstance(tools, list):
+        raise _UsageFailure(
+            f"--tools file {path!r} holds a JSON {_JSON_TYPES[type(tools).__name__]}, not a "
+            'list of tools; write [{"type": "function", "function": {...}}, ...]'
+        )
+    for index, tool in enumerate(tools):
+        if not isinstance(tool, dict):
+            raise _UsageFailure(
+                f"--tools file {path!r}: entry {index} is not a JSON object (an OpenAI tool "
+                'entry such as {"type": "function", "function": {"name": ...}})'
+            )
+    return tools
+
+
+def _input(file: str | None, stdin: TextIO) -> str:
+    """The model text: the file's, or standard input's when no file is given."""
+    if file is None or file == "-":
+        try:
+            return stdin.read()
+        except UnicodeDecodeError as exc:
+            raise _UsageFailure(
+                f"standard input is not UTF-8 text (byte {exc.start} cannot be decoded)"
+            ) from None
+    return _read_text(file, "input file")
+
+
+def _command_line(prog: str) -> argparse.ArgumentParser:
+    cli = _OneLineParser(prog=prog, description=_SUMMARY)
+    commands = cli.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parse = commands.add_parser(
+        "parse",
+        help="parse model text (a file, or standard input) into an assistant message",
+        description="Parse model text into an OpenAI assistant message, printed as JSON.",
+    )
+    parse.add_argument("file", nargs="?", metavar="FILE", help="model text (default: stdin)")
+    parse.add_argument("--format", "-f", required=True, help="parser name, see 'list'")
+    parse.add_argument(
+        "--strict", action="store_true", help="fail on malformed markup instead of keeping it"
+    )
+    parse.add_argument(
+        "--tools", metavar="FILE", help="JSON file with the list of OpenAI tools offered"
+    )
+    commands.add_parser("demo", help="render and parse a sample turn in every format")
+    commands.add_parser("list", help="print the registered parser names")
+    return cli
+
+
 def main(
-    argv: Sequence[str] | None = None, stdin: TextIO | None = None, out: TextIO | None = None
+    argv: Sequence[str] | None = None,
+    stdin: TextIO | None = None,
+    out: TextIO | None = None,
+    *,
+    prog: str = "hermes-parsers",
 ) -> int:
-    """Run the command line; returns the exit status (2 on bad usage or unknown format).
+    """Run the command line; return the exit status: 0, 1 when the demo finds a format
+    that does not round-trip, 2 on any error (bad usage, unreadable or invalid input,
+    unknown format, malformed markup with ``--strict``), with one line on stderr.
 
     ``stdin`` and ``out`` default to the process's standard streams."""
-    summary = (__doc__ or "").split("\n")[0]
-    cli = argparse.ArgumentParser(prog="python -m hermes_parsers", description=summary)
-    commands = cli.add_subparsers(dest="command", required=True)
-    parse = commands.add_parser("parse", help="parse text from stdin into an assistant message")
-    parse.add_argument("--format", "-f", required=True, help="parser name, see 'list'")
-    parse.add_argument("--strict", action="store_true", help="fail on malformed markup")
-    parse.add_argument("--tools", help="JSON file with the OpenAI tool schemas offered")
-    commands.add_parser("demo", help="render and parse a sample in every format")
-    commands.add_parser("list", help="print the registered parser names")
-    args = cli.parse_args(argv)
+    args = _command_line(prog).parse_args(argv)  # usage errors: one line, exit 2
     out = out or sys.stdout
     stdin = stdin or sys.stdin
     if args.command == "list":
@@ -76,15 +178,22 @@ def main(
         return 0
     if args.command == "demo":
         return _demo(out)
-    tools = None
-    if args.tools:
-        with open(args.tools, encoding="utf-8") as handle:
-            tools = json.load(handle)
     try:
+        tools = _read_tools(args.tools) if args.tools else None
         parser = get_parser(args.format, strict=args.strict, tools=tools)
-        result = parser.parse(stdin.read())
-    except (UnknownParserError, ParseError) as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        return 2
+        result = parser.parse(_input(args.file, stdin))
+    except _UsageFailure as exc:
+        return _fail(prog, str(exc))
+    except UnknownParserError as exc:
+        return _fail(prog, str(exc))
+    except ParseError as exc:
+        return _fail(prog, f"{exc.where()} (drop --strict to keep malformed markup as content)")
     out.write(json.dumps(result.to_message(), ensure_ascii=False, indent=2) + "\n")
     return 0
+
+
+def _fail(prog: str, message: str) -> int:
+    """Print ``prog: error: message`` as one line on stderr; return the exit status 2."""
+    line = " ".join(message.split())  # one line, whatever the message held
+    sys.stderr.write(f"{prog}: error: {line}\n")
+    return 2

@@ -14,7 +14,7 @@ from importlib.metadata import entry_points
 from typing import Any, TypeVar
 
 from hermes_parsers.base import ToolCallParser
-from hermes_parsers.errors import UnknownParserError
+from hermes_parsers.errors import RegistrationError, UnknownParserError
 
 __all__ = ["ENTRY_POINT_GROUP", "ParserRegistry", "default_registry"]
 
@@ -37,19 +37,27 @@ class ParserRegistry:
         """Class decorator: register a ``ToolCallParser`` subclass under ``name`` and aliases.
 
         Raises:
-            TypeError: if the decorated object is not a ``ToolCallParser`` subclass.
-            ValueError: if a name is empty or already taken by another class.
+            RegistrationError: (a ValueError and a TypeError) if the decorated object is
+                not a ``ToolCallParser`` subclass, or a name is empty or already taken.
         """
 
         def decorator(cls: P) -> P:
             if not (isinstance(cls, type) and issubclass(cls, ToolCallParser)):
-                raise TypeError(f"@register_parser({name!r}) needs a ToolCallParser subclass")
+                raise RegistrationError(
+                    f"@register_parser({name!r}) needs a ToolCallParser subclass",
+                    kind="not_a_parser",
+                )
             for key in (name, *aliases):
                 if not key:
-                    raise ValueError("parser names must be non-empty strings")
+                    raise RegistrationError(
+                        "parser names must be non-empty strings", kind="empty_name"
+                    )
                 taken = self._classes.get(self._aliases.get(key, key))
                 if taken is not None and taken is not cls:
-                    raise ValueError(f"parser name {key!r} is already taken by {taken.__name__}")
+                    raise RegistrationError(
+                        f"parser name {key!r} is already taken by {taken.__name__}",
+                        kind="name_taken",
+                    )
             if not cls.__dict__.get("name"):
                 cls.name = name
             self._classes[name] = cls

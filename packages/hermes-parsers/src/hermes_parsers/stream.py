@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from hermes_parsers.assembly import Assembler
+from hermes_parsers.errors import NotTextError, StreamClosedError
 from hermes_parsers.events import StreamEvent
 from hermes_parsers.result import ParseResult
 from hermes_parsers.scanner import Scanner
@@ -29,14 +30,14 @@ class StreamParser:
         """Consume the next piece of text.
 
         Raises:
-            TypeError: if ``delta`` is not a ``str``.
-            RuntimeError: if the stream was already closed.
+            NotTextError: (a TypeError) if ``delta`` is not a ``str``.
+            StreamClosedError: (a RuntimeError) if the stream was already closed.
             ParseError: in strict mode, once malformed markup is certain.
         """
         if self._closed:
-            raise RuntimeError("feed() after close(): start a new stream with parser.stream()")
+            raise StreamClosedError("feed() after close(): start a new stream with parser.stream()")
         if not isinstance(delta, str):
-            raise TypeError(f"feed() takes str, got {type(delta).__name__}; decode bytes first")
+            raise NotTextError(f"feed() takes str, got {type(delta).__name__}; decode bytes first")
         return self._assembler.add(self._scanner.feed(delta))
 
     def close(self) -> ParseResult:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from hermes_parsers.arguments import encode_arguments
+from hermes_parsers.errors import ArgumentsError, ToolCallError
 
 __all__ = ["FunctionCall", "ToolCall"]
 
@@ -79,13 +80,22 @@ class FunctionCall:
         """Return the arguments decoded into a new dict.
 
         Raises:
-            ValueError: if ``arguments`` is not a JSON object (only possible for a
-                ``FunctionCall`` built by hand; parsers always produce objects).
+            ArgumentsError: (a ValueError) if ``arguments`` is not a JSON object (only
+                possible for a ``FunctionCall`` built by hand; parsers always produce
+                objects).
         """
-        value = json.loads(self.arguments) if self._value is None else copy.deepcopy(self._value)
+        if self._value is not None:
+            return copy.deepcopy(self._value)
+        try:
+            value = json.loads(self.arguments)
+        except ValueError as exc:
+            raise ArgumentsError(
+                f"arguments of {self.name!r} are not valid JSON ({exc})", problem="invalid_json"
+            ) from None
         if not isinstance(value, dict):
-            raise ValueError(
-                f"arguments of {self.name!r} are not a JSON object: {self.arguments!r}"
+            raise ArgumentsError(
+                f"arguments of {self.name!r} are not a JSON object: {self.arguments!r}",
+                problem="not_object",
             )
         return value
 
@@ -117,24 +127,29 @@ class ToolCall:
         ``function.arguments`` may be a JSON string or an already-decoded mapping.
 
         Raises:
-            ValueError: if the mapping lacks ``function.name`` or its arguments are not
-                a JSON object.
+            ToolCallError: (a ValueError) if the mapping lacks ``function.name``;
+                ``ArgumentsError`` (its subclass) if the arguments are not a JSON object.
         """
         function = data.get("function", data)
         if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
-            raise ValueError(f"a tool call needs function.name (a string); got {dict(data)!r}")
+            raise ToolCallError(
+                f"a tool call needs function.name (a string); got {dict(data)!r}", kind="name"
+            )
         arguments = function.get("arguments", {})
         if isinstance(arguments, str):
             try:
                 decoded = json.loads(arguments) if arguments.strip() else {}
             except json.JSONDecodeError as exc:
-                raise ValueError(
-                    f"arguments of {function['name']!r} are not valid JSON: {exc}"
+                raise ArgumentsError(
+                    f"arguments of {function['name']!r} are not valid JSON: {exc}",
+                    problem="invalid_json",
                 ) from exc
         else:
             decoded = arguments
         if not isinstance(decoded, Mapping):
-            raise ValueError(f"arguments of {function['name']!r} must be a JSON object")
+            raise ArgumentsError(
+                f"arguments of {function['name']!r} must be a JSON object", problem="not_object"
+            )
         text = json.dumps(dict(decoded), ensure_ascii=False)
         return cls(id=str(data.get("id") or ""), function=FunctionCall(function["name"], text))
 

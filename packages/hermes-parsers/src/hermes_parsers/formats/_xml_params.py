@@ -15,14 +15,13 @@ untyped text. This module holds what such formats share:
 
 from __future__ import annotations
 
-import ast
 import json
-import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from hermes_parsers.arguments import load_json
 from hermes_parsers.formats._json_calls import escape_markers
+from hermes_parsers.formats._python_literal import python_literal
 from hermes_parsers.schema import coerce_value
 
 __all__ = [
@@ -50,7 +49,8 @@ class MarkerFinder:
 
     ``find(marker, pos)`` equals ``text.find(marker, pos)``. While the positions asked
     about never decrease, each marker's searches cover disjoint stretches of the text, so
-    the total work is linear in the text length however many times it is asked.
+    the total work is linear in the text length however many times it is asked; a step
+    back costs only the stretch stepped over.
     """
 
     __slots__ = ("_cache", "text")
@@ -64,7 +64,15 @@ class MarkerFinder:
         cached = self._cache.get(marker)
         if cached is not None:
             origin, found = cached
-            if origin <= pos and (found < 0 or found >= pos):
+            if origin <= pos:
+                if found < 0 or found >= pos:
+                    return found
+            else:
+                # A step back: only the stretch before ``origin`` is unknown; past it the
+                # first occurrence is the one already found.
+                early = self.text.find(marker, pos, origin + len(marker) - 1)
+                found = early if early >= 0 else found
+                self._cache[marker] = (pos, found)
                 return found
         found = self.text.find(marker, pos)
         self._cache[marker] = (pos, found)
@@ -97,43 +105,10 @@ def trim_newlines(text: str) -> str:
     return text
 
 
-def _jsonable(value: Any) -> tuple[bool, Any]:
-    """``value`` as a JSON value (tuples become lists), or ``(False, None)``."""
-    if value is None or isinstance(value, bool | int | str):
-        return True, value
-    if isinstance(value, float):
-        return (True, value) if math.isfinite(value) else (False, None)
-    if isinstance(value, list | tuple):
-        items = []
-        for item in value:
-            ok, clean = _jsonable(item)
-            if not ok:
-                return False, None
-            items.append(clean)
-        return True, items
-    if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            ok, clean = _jsonable(item)
-            if not isinstance(key, str) or not ok:
-                return False, None
-            out[key] = clean
-        return True, out
-    return False, None
-
-
 def _python_container(text: str) -> tuple[bool, Any]:
     """A Python-literal list or dict such as ``{'a': True}`` (what ``str(dict)`` writes)."""
-    try:
-        value = ast.literal_eval(text)
-    except _DECODE_ERRORS:
-        return False, None
-    if not isinstance(value, list | dict):
-        return False, None
-    try:
-        return _jsonable(value)
-    except RecursionError:
-        return False, None
+    ok, value = python_literal(text)
+    return (True, value) if ok and isinstance(value, list | dict) else (False, None)
 
 
 def read_untyped(text: str) -> Any:

@@ -52,6 +52,7 @@ from typing import Any
 from hermes_parsers.api import register_parser
 from hermes_parsers.arguments import load_json
 from hermes_parsers.base import ToolCallParser
+from hermes_parsers.errors import RenderError
 from hermes_parsers.formats._json_calls import escape_markers
 from hermes_parsers.scanner import MarkerScanner, Region, Scanner
 from hermes_parsers.segments import Malformed, RawCall, Reasoning, Segment
@@ -268,6 +269,9 @@ class _DeepSeekParser(ToolCallParser):
     """What the DeepSeek formats share: the section, reasoning, and the end-of-turn token."""
 
     markers = (CALLS_BEGIN, EOS)
+    # Sections inside reasoning are read as calls; a final end-of-turn token is dropped.
+    reasoning_forbidden = (CALLS_BEGIN, EOS)
+    vocabulary = (*_ESCAPE, _FENCE)
 
     @abstractmethod
     def _read_call(self, body: str) -> tuple[str, dict[str, Any]] | str:
@@ -309,17 +313,21 @@ class _DeepSeekParser(ToolCallParser):
             or "<｜" in name
             or any(token in name for token in forbidden)
         ):
-            raise ValueError(
-                f"{self.name}: function name {name!r} cannot be written in this format"
+            raise RenderError(
+                f"{self.name}: function name {name!r} cannot be written in this format",
+                kind="call",
             )
         try:
             value = load_json(call.function.arguments)
         except (ValueError, RecursionError) as exc:
-            raise ValueError(
-                f"{self.name}: arguments of {name!r} are not valid JSON ({exc})"
+            raise RenderError(
+                f"{self.name}: arguments of {name!r} are not valid JSON ({exc})",
+                kind="call",
             ) from None
         if not isinstance(value, dict):
-            raise ValueError(f"{self.name}: arguments of {name!r} must be a JSON object")
+            raise RenderError(
+                f"{self.name}: arguments of {name!r} must be a JSON object", kind="call"
+            )
         # The templates insert the arguments string as given: keep it, markers escaped.
         return name, escape_markers(call.function.arguments.strip(), _ESCAPE)
 

@@ -64,7 +64,7 @@ Without a schema, a string that would read back as something else (``"42"``, ``"
 parser the ``tools`` to render exactly what the template renders. A value that cannot be
 spelled so that it reads back unchanged (a string holding ``</arg_value>``, ``<arg_key>``,
 ``<arg_value>`` or ``</tool_call>``; a value a schema would turn into another type) makes
-``render`` raise ``ValueError``.
+``render`` raise ``RenderError`` (a ``ValueError``).
 """
 
 from __future__ import annotations
@@ -72,14 +72,15 @@ from __future__ import annotations
 import json
 import math
 import re
-import unicodedata
-from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from hermes_parsers.api import register_parser
 from hermes_parsers.arguments import load_json
 from hermes_parsers.base import ToolCallParser
+from hermes_parsers.errors import RenderError
 from hermes_parsers.formats._json_calls import escape_markers
+from hermes_parsers.formats._python_literal import python_literal
+from hermes_parsers.formats._xml_params import same_json
 from hermes_parsers.scanner import Region
 from hermes_parsers.schema import coerce_value
 from hermes_parsers.segments import Malformed, RawCall, Segment
@@ -124,207 +125,9 @@ def _name_problem(name: str) -> str | None:
     return None
 
 
-# Python literals ----------------------------------------------------------------------
-class _NotLiteral(Exception):
-    """The text is not one literal of the supported kind."""
-
-
-_MAX_DEPTH = 100
 _FIRST_CHAR = re.compile(r"\S")
 #: The characters JSON values and the Python literals read here can start with.
 _LITERAL_STARTS = frozenset("{[\"'(+-.0123456789tfnTFN")
-_SPACE = " \t\r\n"
-_NUMBER = re.compile(r"[+-]?[0-9.][0-9A-Za-z_.]*(?:(?<=[eE])[+-][0-9][0-9_]*)?")
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_CONSTANTS: dict[str, Any] = {"True": True, "False": False, "None": None}
-_STRING_STOPS = {"'": re.compile(r"['\\\n]"), '"': re.compile(r'["\\\n]')}
-_SIMPLE_ESCAPES = {
-    "\n": "",
-    "\\": "\\",
-    "'": "'",
-    '"': '"',
-    "a": "\a",
-    "b": "\b",
-    "f": "\f",
-    "n": "\n",
-    "r": "\r",
-    "t": "\t",
-    "v": "\v",
-}
-_HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
-_NAMED_ESCAPE = re.compile(r"\{([^{}\n]{1,100})\}")
-_OCTAL = re.compile(r"[0-7]{1,3}")
-
-
-class _LiteralReader:
-    """Reads one Python literal of JSON's shape: strings, numbers, ``True``/``False``/
-    ``None``, lists, tuples (as lists) and dicts with string keys. Linear time."""
-
-    __slots__ = ("pos", "text")
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.pos = 0
-
-    def read(self) -> Any:
-        value = self._value(0)
-        self._space()
-        if self.pos != len(self.text):
-            raise _NotLiteral
-        return value
-
-    def _space(self) -> None:
-        text, pos = self.text, self.pos
-        while pos < len(text) and text[pos] in _SPACE:
-            pos += 1
-        self.pos = pos
-
-    def _peek(self) -> str:
-        self._space()
-        if self.pos >= len(self.text):
-            raise _NotLiteral
-        return self.text[self.pos]
-
-    def _value(self, depth: int) -> Any:
-        char = self._peek()
-        if char in "[(":
-            return self._sequence(depth + 1)
-        if char == "{":
-            return self._dict(depth + 1)
-        if char in "'\"":
-            return self._string()
-        if char in "+-." or char.isdigit():
-            return self._number()
-        match = _WORD.match(self.text, self.pos)
-        if match is None or match.group() not in _CONSTANTS:
-            raise _NotLiteral
-        self.pos = match.end()
-        return _CONSTANTS[match.group()]
-
-    def _sequence(self, depth: int) -> Any:
-        if depth > _MAX_DEPTH:
-            raise _NotLiteral
-        close = "]" if self.text[self.pos] == "[" else ")"
-        self.pos += 1
-        items: list[Any] = []
-        comma = False
-        while True:
-            if self._peek() == close:
-                self.pos += 1
-                break
-            items.append(self._value(depth))
-            char = self._peek()
-            if char == ",":
-                self.pos += 1
-                comma = True
-            elif char != close:
-                raise _NotLiteral
-        if close == ")" and len(items) == 1 and not comma:
-            return items[0]  # (x) is x, not a tuple
-        return items
-
-    def _dict(self, depth: int) -> dict[str, Any]:
-        if depth > _MAX_DEPTH:
-            raise _NotLiteral
-        self.pos += 1
-        result: dict[str, Any] = {}
-        while True:
-            if self._peek() == "}":
-                self.pos += 1
-                return result
-            key = self._value(depth)
-            if not isinstance(key, str) or self._peek() != ":":
-                raise _NotLiteral
-            self.pos += 1
-            result[key] = self._value(depth)
-            char = self._peek()
-            if char == ",":
-                self.pos += 1
-            elif char != "}":
-                raise _NotLiteral
-
-    def _number(self) -> int | float:
-        match = _NUMBER.match(self.text, self.pos)
-        if match is None:
-            raise _NotLiteral
-        token = match.group()
-        self.pos = match.end()
-        try:
-            return int(token, 0)
-        except ValueError:
-            if all(char in "0123456789_" for char in token.lstrip("+-")):
-                raise _NotLiteral from None  # "010": Python has no such literal
-        try:
-            number = float(token)
-        except ValueError:
-            raise _NotLiteral from None
-        if not math.isfinite(number):
-            raise _NotLiteral
-        return number
-
-    def _string(self) -> str:
-        text = self.text
-        quote = text[self.pos]
-        if text.startswith(quote * 3, self.pos):
-            raise _NotLiteral  # triple-quoted strings are not read
-        stops = _STRING_STOPS[quote]
-        pos = self.pos + 1
-        parts: list[str] = []
-        while True:
-            match = stops.search(text, pos)
-            if match is None or match.group() == "\n":
-                raise _NotLiteral
-            parts.append(text[pos : match.start()])
-            pos = match.end()
-            if match.group() == quote:
-                self.pos = pos
-                return "".join(parts)
-            char, pos = self._escape(pos)
-            parts.append(char)
-
-    def _escape(self, pos: int) -> tuple[str, int]:
-        """The character a backslash escape at ``pos`` (after the backslash) stands for."""
-        text = self.text
-        if pos >= len(text):
-            raise _NotLiteral
-        char = text[pos]
-        if char in _SIMPLE_ESCAPES:
-            return _SIMPLE_ESCAPES[char], pos + 1
-        if char in _HEX_ESCAPES:
-            digits = text[pos + 1 : pos + 1 + _HEX_ESCAPES[char]]
-            if len(digits) != _HEX_ESCAPES[char] or not all(
-                d in "0123456789abcdefABCDEF" for d in digits
-            ):
-                raise _NotLiteral
-            code = int(digits, 16)
-            if code > 0x10FFFF:
-                raise _NotLiteral
-            return chr(code), pos + 1 + len(digits)
-        octal = _OCTAL.match(text, pos)
-        if octal is not None:
-            return chr(int(octal.group(), 8)), octal.end()
-        if char == "N":
-            named = _NAMED_ESCAPE.match(text, pos + 1)
-            if named is None:
-                raise _NotLiteral
-            try:
-                return unicodedata.lookup(named.group(1)), named.end()
-            except KeyError:
-                raise _NotLiteral from None
-        return "\\" + char, pos + 1  # Python keeps unknown escapes as written
-
-
-def python_literal(text: str) -> tuple[bool, Any]:
-    """``(True, value)`` if ``text`` is one Python literal JSON can hold, else ``(False, None)``.
-
-    Reads strings (single or double quotes, Python escapes), numbers (``0x``, ``_``,
-    a sign), ``True``/``False``/``None``, lists, tuples (as lists) and dicts with string
-    keys, nested up to 100 deep. Never evaluates code; linear time.
-    """
-    try:
-        return True, _LiteralReader(text).read()
-    except _NotLiteral:
-        return False, None
 
 
 def _finite(value: Any) -> bool:
@@ -356,18 +159,17 @@ def read_untyped(text: str) -> Any:
     return value if ok else text
 
 
-def _same(left: Any, right: Any) -> bool:
-    """JSON equality that tells ``1`` from ``1.0`` and ``True``."""
-    return json.dumps(left, ensure_ascii=False) == json.dumps(right, ensure_ascii=False)
-
-
 # the parsers ----------------------------------------------------------------------------
 class _GlmParser(ToolCallParser):
     """``<tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value>...</tool_call>``."""
 
     markers = (_START,)
+    vocabulary = (_START, _END, _KEY, _KEY_END, _VALUE, _VALUE_END, _THINK, _THINK_END)
     #: What the template writes between reasoning, content and calls.
     _joiner: ClassVar[str] = "\n"
+    reasoning_padding = ""
+    after_reasoning = "\n"
+    reasoning_forbidden = (_THINK,)
 
     def _call_regions(self) -> list[Region]:
         return [Region(_START, _END, self._read_call)]
@@ -443,35 +245,9 @@ class _GlmParser(ToolCallParser):
         return value if _finite(value) else text
 
     # rendering --------------------------------------------------------------------------
-    def render(
-        self,
-        content: str | None,
-        tool_calls: Sequence[ToolCall | Mapping[str, Any]] | None = None,
-        *,
-        reasoning: str | None = None,
-    ) -> str:
-        """Write an assistant turn as the GLM chat template does (see the module docstring).
-
-        Raises:
-            ValueError: if the content or reasoning holds markup, or a name, key or value
-                cannot be written so that it reads back unchanged.
-        """
-        calls = [c if isinstance(c, ToolCall) else ToolCall.from_dict(c) for c in tool_calls or ()]
-        text = (content or "").strip()
-        for marker in (*self.markers, _THINK, _THINK_END):
-            if marker in text:
-                raise ValueError(
-                    f"{self.name}: content contains {marker!r}, which this format reads as markup"
-                )
-        head = ""
-        if reasoning is not None or self.think_prefilled:
-            thought = (reasoning or "").strip()
-            for tag in (_THINK, _THINK_END):
-                if tag in thought:
-                    raise ValueError(f"{self.name}: reasoning contains {tag!r}")
-            head = f"{thought}{_THINK_END}" if self.think_prefilled else f"<think>{thought}</think>"
-        parts = ([text] if text else []) + ([self._render_calls(calls)] if calls else [])
-        return self._joiner.join([head, *parts] if head else parts)
+    def _render_body(self, content: str, calls: list[ToolCall]) -> str:
+        rendered = self._render_calls(calls)
+        return f"{content}{self._joiner}{rendered}" if content else rendered
 
     def _render_calls(self, calls: list[ToolCall]) -> str:
         return self._joiner.join(self._render_call(call) for call in calls)
@@ -480,12 +256,14 @@ class _GlmParser(ToolCallParser):
         name = call.function.name
         problem = _name_problem(name)
         if problem is not None:
-            raise ValueError(f"{self.name}: cannot write a call: {problem}")
+            raise RenderError(f"{self.name}: cannot write a call: {problem}", kind="call")
         sep = self._joiner
         pieces = [f"{_START}{name}{sep}"]
         for key, value in json.loads(call.function.arguments).items():
             if not key or key != key.strip() or any(t in key for t in _UNWRITABLE_KEY):
-                raise ValueError(f"{self.name}: cannot write the argument key {key!r} of {name!r}")
+                raise RenderError(
+                    f"{self.name}: cannot write the argument key {key!r} of {name!r}", kind="call"
+                )
             spelled = self._spell(name, key, value)
             pieces.append(f"{_KEY}{key}{_KEY_END}{sep}{_VALUE}{spelled}{_VALUE_END}{sep}")
         pieces.append(_END)
@@ -496,19 +274,21 @@ class _GlmParser(ToolCallParser):
         ``value``; else (a string) as a JSON string; else ``ValueError``."""
         if isinstance(value, str):
             if any(tag in value for tag in _NOT_IN_VALUE):
-                raise ValueError(
+                raise RenderError(
                     f"{self.name}: the string value of {key!r} in a call to {tool!r} holds "
-                    "GLM markup, which the format cannot write inside a value"
+                    "GLM markup, which the format cannot write inside a value",
+                    kind="call",
                 )
             candidates = [value, json.dumps(value, ensure_ascii=False)]
         else:
             candidates = [escape_markers(json.dumps(value, ensure_ascii=False), _NOT_IN_VALUE)]
         for text in candidates:
-            if _same(self._convert(tool, key, text), value):
+            if same_json(self._convert(tool, key, text), value):
                 return text
-        raise ValueError(
+        raise RenderError(
             f"{self.name}: the value {value!r} of {key!r} in a call to {tool!r} cannot be "
-            "written so that it reads back unchanged (the tool's schema gives it another type)"
+            "written so that it reads back unchanged (the tool's schema gives it another type)",
+            kind="call",
         )
 
 
@@ -522,3 +302,4 @@ class Glm47Parser(_GlmParser):
     """GLM-4.7 and GLM-5: the GLM-4.5 markup with no whitespace (reads both layouts)."""
 
     _joiner = ""
+    after_reasoning = ""

@@ -31,6 +31,7 @@ class HermesParser(ToolCallParser):
     """``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` blocks."""
 
     markers = (_START,)
+    vocabulary = _ESCAPE
 
     def _call_regions(self) -> list[Region]:
         return [Region(_START, _END, read_json_object_body)]

@@ -48,7 +48,6 @@ being the call's position in the message.
 
 from __future__ import annotations
 
-import copy
 import enum
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -56,6 +55,7 @@ from typing import Any
 from hermes_parsers.api import register_parser
 from hermes_parsers.arguments import decode_json_prefix, load_json
 from hermes_parsers.base import ToolCallParser
+from hermes_parsers.errors import RenderError
 from hermes_parsers.formats._json_calls import escape_markers
 from hermes_parsers.scanner import Scanner
 from hermes_parsers.segments import Content, Malformed, RawCall, Reasoning, Segment
@@ -390,6 +390,12 @@ class KimiK2Parser(ToolCallParser):
     """Kimi K2 ``<|tool_calls_section_begin|>...<|tool_calls_section_end|>`` sections."""
 
     markers = (SECTION_BEGIN, SECTION_BEGIN_SINGULAR, CALL_BEGIN)
+    vocabulary = _ALL_MARKERS
+    # Kimi-K2-Thinking writes <think>{reasoning}</think> straight before the content, and
+    # reads sections and calls inside reasoning.
+    reasoning_padding = ""
+    after_reasoning = ""
+    reasoning_forbidden = (*_SECTION_BEGINS, CALL_BEGIN)
     carries_ids = True
 
     def __init__(
@@ -426,38 +432,6 @@ class KimiK2Parser(ToolCallParser):
         return fits[0] if len(fits) == 1 else None
 
     # rendering ----------------------------------------------------------------------
-    def render(
-        self,
-        content: str | None,
-        tool_calls: Sequence[ToolCall | Mapping[str, Any]] | None = None,
-        *,
-        reasoning: str | None = None,
-    ) -> str:
-        """Write content and calls as the Kimi K2 chat template does (see the module docstring).
-
-        Reasoning is written ``<think>{reasoning}</think>`` before the content, or
-        ``{reasoning}</think>`` when the parser was made with ``think_prefilled``.
-
-        Raises:
-            ValueError: if the content or reasoning holds Kimi markup, a function name
-                cannot be written in an id, or arguments are not a JSON object.
-        """
-        if reasoning is not None:
-            for marker in (*_SECTION_BEGINS, CALL_BEGIN, THINK_CLOSE):
-                if marker in reasoning:
-                    raise ValueError(
-                        f"{self.name}: reasoning contains {marker!r}, which this format "
-                        "reads as markup"
-                    )
-        plain = copy.copy(self)
-        plain.think_prefilled = False
-        body = ToolCallParser.render(plain, content, tool_calls)
-        if self.think_prefilled:
-            return f"{(reasoning or '').strip()}{THINK_CLOSE}{body}"
-        if reasoning is not None:
-            return f"{THINK_OPEN}{reasoning.strip()}{THINK_CLOSE}{body}"
-        return body
-
     def _render_body(self, content: str, calls: list[ToolCall]) -> str:
         return content + self._render_calls(calls)
 
@@ -466,8 +440,9 @@ class KimiK2Parser(ToolCallParser):
         for index, call in enumerate(calls):
             name = call.function.name
             if not name or name != name.strip() or any(m in name for m in _ALL_MARKERS):
-                raise ValueError(
-                    f"{self.name}: function name {name!r} cannot be written in a call id"
+                raise RenderError(
+                    f"{self.name}: function name {name!r} cannot be written in a call id",
+                    kind="call",
                 )
             split = split_call_id(call.id)
             call_id = (
@@ -476,11 +451,14 @@ class KimiK2Parser(ToolCallParser):
             try:
                 value = load_json(call.function.arguments)
             except ValueError as exc:
-                raise ValueError(
-                    f"{self.name}: arguments of {name!r} are not valid JSON ({exc})"
+                raise RenderError(
+                    f"{self.name}: arguments of {name!r} are not valid JSON ({exc})",
+                    kind="call",
                 ) from None
             if not isinstance(value, dict):
-                raise ValueError(f"{self.name}: arguments of {name!r} must be a JSON object")
+                raise RenderError(
+                    f"{self.name}: arguments of {name!r} must be a JSON object", kind="call"
+                )
             arguments = escape_markers(call.function.arguments.strip(), _ALL_MARKERS)
             parts.append(f"{CALL_BEGIN}{call_id}{ARGUMENT_BEGIN}{arguments}{CALL_END}")
         parts.append(SECTION_END)

@@ -43,7 +43,8 @@ chunking. An object stops being read at the first character that JSON cannot hav
 outside a string (``;``, ``)``, ``<``, a mismatched bracket, or anything but ``"`` or
 ``}`` right after ``{``); that character is read again as content, so ``Use { and then
 {"name": ...}`` still finds the call. Strings may hold raw control characters (newlines);
-``NaN`` and ``Infinity`` are not JSON and make the object invalid. Each character is
+``NaN``, ``Infinity``, numbers too large for a float (``1e999``) and ``\\u`` escapes that
+leave a lone surrogate (``\\ud800``) make the object invalid. Each character is
 examined a bounded number of times: time is linear in the input.
 
 Values are typed JSON, so ``tools`` schemas change nothing here (as in vLLM and SGLang,
@@ -61,7 +62,7 @@ Rendering follows the chat templates:
   Meta called a mistake; both spellings parse).
 
 ``render`` checks that its output parses back to the same content, calls and reasoning,
-and raises ``ValueError`` when it would not (for instance content that itself holds a
+and raises ``RenderError`` when it would not (for instance content that itself holds a
 call-shaped JSON object).
 """
 
@@ -69,11 +70,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from hermes_parsers.api import register_parser
+from hermes_parsers.arguments import decode_json_prefix, load_json
 from hermes_parsers.base import ToolCallParser
+from hermes_parsers.errors import RenderError
 from hermes_parsers.scanner import Scanner
 from hermes_parsers.segments import Content, Malformed, RawCall, Reasoning, Segment
 from hermes_parsers.tool_call import ToolCall
@@ -107,12 +109,6 @@ _TAG_REASON: Final = f"{PYTHON_TAG} is not followed by a JSON tool call"
 _UNTERMINATED: Final = "tool call JSON is unterminated (the text ended inside it)"
 _NO_ARGUMENTS: Final = 'tool call JSON has no "parameters" (or "arguments")'
 
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-_DECODER: Final = json.JSONDecoder(strict=False, parse_constant=_reject_constant)
 
 # Scanner modes.
 _CONTENT: Final = 0
@@ -304,12 +300,10 @@ class _LlamaScanner:
         self._hard = hard
         if self._budget > 0:
             try:
-                value, end = _DECODER.raw_decode(s, j)
-            except RecursionError:
-                self._budget -= j + 1
+                value, end = decode_json_prefix(s, j, control_characters=True)
             except json.JSONDecodeError as exc:
                 self._budget -= exc.pos + 1
-            except ValueError:  # NaN / Infinity
+            except ValueError:  # NaN, 1e999, a lone surrogate, too deep
                 self._budget -= j + 1
             else:
                 if isinstance(value, dict):
@@ -418,9 +412,7 @@ class _LlamaScanner:
         if complete:
             try:
                 if value is None:
-                    value = _DECODER.decode(text)
-            except RecursionError:
-                reason = "tool call JSON is nested too deeply to decode"
+                    value = load_json(text, control_characters=True)
             except ValueError as exc:
                 reason = f"tool call is not valid JSON ({exc})"
             else:
@@ -491,26 +483,22 @@ def _json_equal(left: str, right: str) -> bool:
 class _LlamaJsonParser(ToolCallParser):
     """Shared parsing and render checking of the two Llama JSON formats."""
 
+    #: A call is bare JSON: its keys and separator are this format's markup.
+    vocabulary = (*_MARKERS, _THINK_END, '{"name": ', '"parameters": ', "; ")
+
     def _scanner(self) -> Scanner:
         return _LlamaScanner(think_prefilled=self.think_prefilled)
 
-    def render(
-        self,
-        content: str | None,
-        tool_calls: Sequence[ToolCall | Mapping[str, Any]] | None = None,
-        *,
-        reasoning: str | None = None,
-    ) -> str:
-        """Write content and calls as the chat template does (see the module docstring).
+    def _check_rendered(
+        self, rendered: str, content: str, calls: list[ToolCall], reasoning: str | None
+    ) -> None:
+        """Refuse a turn that would not parse back to the same content, calls and reasoning.
 
         Raises:
-            ValueError: if the text would not parse back to the same content, calls and
-                reasoning (content holding a call-shaped JSON object or a Llama special
-                token, arguments that are not plain JSON), or the format cannot hold it.
+            RenderError: for content holding a call-shaped JSON object or a Llama special
+                token, or arguments that are not plain JSON.
         """
-        text = super().render(content, tool_calls, reasoning=reasoning)
-        calls = [c if isinstance(c, ToolCall) else ToolCall.from_dict(c) for c in tool_calls or ()]
-        back = type(self)(think_prefilled=self.think_prefilled).parse(text)
+        back = type(self)(think_prefilled=self.think_prefilled).parse(rendered)
         parsed = back.tool_calls or []
         same = (
             back.content == ((content or "").strip() or None)
@@ -523,12 +511,12 @@ class _LlamaJsonParser(ToolCallParser):
             )
         )
         if not same:
-            raise ValueError(
+            raise RenderError(
                 f"{self.name}: the rendered text would not parse back to the same content, "
                 "calls and reasoning (content holding a JSON tool call object, or a value "
-                "that JSON cannot spell)"
+                "that JSON cannot spell)",
+                kind="call",
             )
-        return text
 
 
 @register_parser("llama3_json")

@@ -39,13 +39,12 @@ no separator), and reasoning as ``<longcat_think>\\n{reasoning}\\n</longcat_thin
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hermes_parsers.api import register_parser
 from hermes_parsers.arguments import load_json
 from hermes_parsers.base import ToolCallParser
+from hermes_parsers.errors import RenderError
 from hermes_parsers.formats._json_calls import dump_call_object, read_json_object_body
 from hermes_parsers.formats._xml_params import read_value, skip_space
 from hermes_parsers.scanner import MarkerScanner, Region, Scanner, reasoning_region
@@ -84,6 +83,9 @@ class LongcatParser(ToolCallParser):
     """``<longcat_tool_call>{"name": ..., "arguments": {...}}</longcat_tool_call>`` blocks."""
 
     markers = (CALL_OPEN, THINK_OPEN)
+    vocabulary = _ESCAPE
+    reasoning_tags = (THINK_OPEN, THINK_CLOSE)
+    after_reasoning = "\n"
 
     # parsing ------------------------------------------------------------------------
     def _scanner(self) -> Scanner:
@@ -128,48 +130,20 @@ class LongcatParser(ToolCallParser):
         return RawCall(name, arguments, raw, offset)
 
     # rendering ----------------------------------------------------------------------
-    def render(
-        self,
-        content: str | None,
-        tool_calls: Sequence[ToolCall | Mapping[str, Any]] | None = None,
-        *,
-        reasoning: str | None = None,
-    ) -> str:
-        """Write content and calls in LongCat's JSON form (see the module docstring).
-
-        Reasoning is written ``<longcat_think>\\n{reasoning}\\n</longcat_think>\\n`` before
-        the content, or ``{reasoning}\\n</longcat_think>\\n`` when the parser was made with
-        ``think_prefilled``.
-
-        Raises:
-            ValueError: if the content or reasoning holds LongCat markup, or a call's
-                arguments are not a JSON object.
-        """
-        if reasoning is not None and THINK_CLOSE in reasoning:
-            raise ValueError(
-                f"{self.name}: reasoning contains {THINK_CLOSE!r}, which ends the reasoning"
-            )
-        plain = copy.copy(self)
-        plain.think_prefilled = False
-        body = ToolCallParser.render(plain, content, tool_calls)
-        if self.think_prefilled:
-            return f"{(reasoning or '').strip()}\n{THINK_CLOSE}\n{body}"
-        if reasoning is not None:
-            return f"{THINK_OPEN}\n{reasoning.strip()}\n{THINK_CLOSE}\n{body}"
-        return body
-
     def _render_calls(self, calls: list[ToolCall]) -> str:
         blocks = []
         for call in calls:
             try:
                 value = load_json(call.function.arguments)
             except ValueError as exc:
-                raise ValueError(
-                    f"{self.name}: arguments of {call.function.name!r} are not valid JSON ({exc})"
+                raise RenderError(
+                    f"{self.name}: arguments of {call.function.name!r} are not valid JSON ({exc})",
+                    kind="call",
                 ) from None
             if not isinstance(value, dict):
-                raise ValueError(
-                    f"{self.name}: arguments of {call.function.name!r} must be a JSON object"
+                raise RenderError(
+                    f"{self.name}: arguments of {call.function.name!r} must be a JSON object",
+                    kind="call",
                 )
             blocks.append(f"{CALL_OPEN}\n{dump_call_object(call, _ESCAPE)}\n{CALL_CLOSE}")
         return "".join(blocks)

@@ -67,6 +67,7 @@ from typing import Any, ClassVar, Literal, get_args
 from hermes_parsers.api import register_parser
 from hermes_parsers.arguments import decode_json_prefix
 from hermes_parsers.base import ToolCallParser
+from hermes_parsers.errors import OptionError, RenderError
 from hermes_parsers.formats._json_calls import escape_markers
 from hermes_parsers.scanner import MarkerScanner, Region, Scanner, reasoning_region
 from hermes_parsers.segments import Content, Malformed, RawCall, Reasoning, Segment
@@ -87,6 +88,7 @@ _BRACKET_THINK = reasoning_region(_THINK_OPEN, _THINK_CLOSE)
 _ANGLE_THINK = reasoning_region()
 _JSON_SPACE = re.compile(r"[ \t\r\n]*")
 _MARKER_RUN = re.compile(r"(?:\[TOOL_CALLS\])+")
+_JSON_STRING = re.compile(r'"(?:[^"\\]++|\\[\s\S])*+"')  # a whole string literal
 _STYLES: tuple[str, ...] = get_args(MistralStyle)
 # Maps each byte of a digest to one of the 62 alphanumerics (the slight bias is harmless).
 _ID_TABLE = bytes((string.ascii_letters + string.digits).encode()[i % 62] for i in range(256))
@@ -200,10 +202,11 @@ class _GroupReader:
         text = self.text
         stop = self._next_marker(start + 1)
         while True:
+            window = text[start:stop]
             try:
-                value, end = decode_json_prefix(text[start:stop])
-            except ValueError as exc:
-                if stop >= len(text) or not str(exc).startswith("Unterminated string"):
+                value, end = decode_json_prefix(window)
+            except json.JSONDecodeError as exc:
+                if stop >= len(text) or not _string_runs_to_end(window, exc.pos):
                     raise
                 stop = self._next_marker(start + 2 * (stop - start))
                 continue
@@ -325,6 +328,12 @@ class _GroupReader:
         found.clear()
 
 
+def _string_runs_to_end(window: str, at: int) -> bool:
+    """Whether the JSON decoder stopped at a string (``window[at]`` is its opening quote)
+    that does not close before the window ends: the window cut a string short."""
+    return at < len(window) and window[at] == '"' and _JSON_STRING.match(window, at) is None
+
+
 def _first_of(text: str, start: int, stop: int, needles: Sequence[str]) -> tuple[int, str | None]:
     """The earliest of ``needles`` in ``text[start:stop]``: (index, needle) or (stop, None)."""
     best, which = stop, None
@@ -405,9 +414,10 @@ def _check_free_text(what: str, text: str) -> None:
         or text.startswith("[")
         or any(marker in text for marker in _MARKUP)
     ):
-        raise ValueError(
+        raise RenderError(
             f"mistral: {what} {text!r} cannot be written in the per-call form "
-            "(it must be non-empty, without whitespace, '{', markers or a leading '[')"
+            "(it must be non-empty, without whitespace, '{', markers or a leading '[')",
+            kind="call",
         )
 
 
@@ -417,7 +427,9 @@ def _arguments_json(call: ToolCall) -> str:
     except ValueError:
         arguments = None
     if not isinstance(arguments, dict):
-        raise ValueError(f"mistral: arguments of {call.function.name!r} are not a JSON object")
+        raise RenderError(
+            f"mistral: arguments of {call.function.name!r} are not a JSON object", kind="call"
+        )
     return escape_markers(json.dumps(arguments, ensure_ascii=False), _MARKUP)
 
 
@@ -433,6 +445,11 @@ class MistralParser(ToolCallParser):
     """
 
     markers = (_CALLS, _THINK_OPEN)
+    vocabulary = _MARKUP
+    # [THINK]reasoning[/THINK], then the content and calls with no separators.
+    reasoning_tags = (_THINK_OPEN, _THINK_CLOSE)
+    reasoning_padding = ""
+    after_reasoning = ""
     carries_ids = False
     #: The rendering style used when ``style`` is not given.
     default_style: ClassVar[MistralStyle] = "args"
@@ -448,12 +465,12 @@ class MistralParser(ToolCallParser):
         """Create a parser; ``style`` picks the rendering (see the class docstring).
 
         Raises:
-            ValueError: if ``style`` is not one of ``"args"``, ``"call_id"``, ``"array"``.
+            OptionError: if ``style`` is not one of ``"args"``, ``"call_id"``, ``"array"``.
         """
         super().__init__(strict=strict, tools=tools, think_prefilled=think_prefilled)
         chosen = self.default_style if style is None else style
         if chosen not in _STYLES:
-            raise ValueError(f"mistral: style must be one of {_STYLES}, got {chosen!r}")
+            raise OptionError(f"mistral: style must be one of {_STYLES}, got {chosen!r}")
         self.style: MistralStyle = chosen
 
     # parsing --------------------------------------------------------------------------
@@ -465,38 +482,12 @@ class MistralParser(ToolCallParser):
         return _PrefilledScanner(scanner) if self.think_prefilled else scanner
 
     # rendering ------------------------------------------------------------------------
-    def render(
-        self,
-        content: str | None,
-        tool_calls: Sequence[ToolCall | Mapping[str, Any]] | None = None,
-        *,
-        reasoning: str | None = None,
-    ) -> str:
-        """Write a turn as Mistral's templates do: ``[THINK]reasoning[/THINK]``, the
-        content, then the calls in this parser's ``style`` (no separators in between).
+    def _reasoning_stops(self) -> tuple[str, ...]:
+        # A prefilled reasoning ends at either closing tag.
+        return _THINK_ENDS if self.think_prefilled else (_THINK_CLOSE,)
 
-        Raises:
-            ValueError: if the content holds ``[TOOL_CALLS]``, ``[THINK]``, ``<think>`` or
-                ``</think>``; the reasoning holds ``[/THINK]``; a call has non-object
-                arguments; or (per-call styles) a name or id cannot be spelled.
-        """
-        calls = [c if isinstance(c, ToolCall) else ToolCall.from_dict(c) for c in tool_calls or ()]
-        text = (content or "").strip()
-        for marker in (_CALLS, _THINK_OPEN, "<think>", "</think>"):
-            if marker in text:
-                raise ValueError(
-                    f"mistral: content contains {marker!r}, which this format reads as markup"
-                )
-        head = ""
-        if self.think_prefilled or reasoning is not None:
-            thought = (reasoning or "").strip()
-            for end in _THINK_ENDS if self.think_prefilled else (_THINK_CLOSE,):
-                if end in thought:
-                    raise ValueError(f"mistral: reasoning contains {end!r}, which ends it")
-            head = f"{thought}{_THINK_CLOSE}"
-            if not self.think_prefilled:
-                head = _THINK_OPEN + head
-        return head + text + (self._render_calls(calls) if calls else "")
+    def _render_body(self, content: str, calls: list[ToolCall]) -> str:
+        return content + self._render_calls(calls)
 
     def _render_calls(self, calls: list[ToolCall]) -> str:
         if self.style == "array":

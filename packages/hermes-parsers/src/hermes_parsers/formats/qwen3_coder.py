@@ -54,7 +54,7 @@ or would contain this format's markup (``</parameter>``, ``<parameter=``, ``</fu
 ``</tool_call>``) is written as JSON instead (``"42"``, with the markup's ``<`` escaped as
 ``\\u003c``), which reads back exactly without a schema. If even that does not read back
 (a parameter declared as a string whose value contains ``</parameter>``), or a name holds
-``<``, ``>``, a newline or surrounding spaces, ``render`` raises ``ValueError``.
+``<``, ``>``, a newline or surrounding spaces, ``render`` raises ``RenderError`` (a ``ValueError``).
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ from typing import Any, Literal
 
 from hermes_parsers.api import register_parser
 from hermes_parsers.base import ToolCallParser
+from hermes_parsers.errors import RenderError
 from hermes_parsers.formats._json_calls import read_json_object_body
 from hermes_parsers.formats._xml_params import (
     MarkerFinder,
@@ -141,6 +142,7 @@ class Qwen3CoderParser(ToolCallParser):
     """
 
     markers = (_CALL_START, _FUNC_START)
+    vocabulary = (*_FORBIDDEN, _CALL_START, _FUNC_START, "<think>", "</think>")
 
     def _call_regions(self) -> list[Region]:
         return [
@@ -254,9 +256,13 @@ class Qwen3CoderParser(ToolCallParser):
             pos = skip_space(text, pos)
             if pos >= len(text):
                 if at_end == "truncated":
-                    return self._broken(
-                        finder, start, start, f"the text ended inside <function={item.name}>"
-                    )
+                    # No </function> follows (this read would have stopped at it), so no
+                    # function after this one can be a call either: the broken item runs to
+                    # the end, and the rest is not read again function by function (which
+                    # made repeated unclosed functions quadratic).
+                    broken = _Item("broken", start, len(text))
+                    broken.flag(f"the text ended inside <function={item.name}>", start)
+                    return broken, len(text)
                 if at_end == "implicit":
                     item.flag(f"<function={item.name}> is not closed by {_FUNC_END}", pos)
                 break
@@ -288,9 +294,10 @@ class Qwen3CoderParser(ToolCallParser):
             stop, marker = finder.first(_VALUE_STOPS, value_at)
             if stop < 0:
                 if at_end == "truncated":
-                    return self._broken(
-                        finder, start, pos, f"the text ended inside <parameter={key}>"
-                    )
+                    # Nothing after can close a value or a function: the rest is this item.
+                    broken = _Item("broken", start, len(text))
+                    broken.flag(f"the text ended inside <parameter={key}>", pos)
+                    return broken, len(text)
                 item.flag(f"<parameter={key}> is not closed by {_PARAM_END}", len(text))
                 stop = len(text)
             elif marker != _PARAM_END:
@@ -367,9 +374,10 @@ class Qwen3CoderParser(ToolCallParser):
                 forbidden=_FORBIDDEN,
             )
             if text is None:
-                raise ValueError(
+                raise RenderError(
                     f"{self.name}: the value of {key!r} in a call to {name!r} cannot be "
-                    f"written so that it reads back unchanged: {value!r:.80}"
+                    f"written so that it reads back unchanged: {value!r:.80}",
+                    kind="call",
                 )
             parts.append(f"{_PARAM_START}{key}>\n{text}\n{_PARAM_END}\n")
         parts.append(f"{_FUNC_END}\n{_CALL_END}")
@@ -377,7 +385,8 @@ class Qwen3CoderParser(ToolCallParser):
 
     def _check_name(self, name: str, what: str) -> None:
         if not name or name != name.strip() or any(c in name for c in "<>\n"):
-            raise ValueError(
+            raise RenderError(
                 f"{self.name}: {what} {name!r} cannot be written "
-                "(it must be non-empty, without surrounding space, '<', '>' or newlines)"
+                "(it must be non-empty, without surrounding space, '<', '>' or newlines)",
+                kind="call",
             )
