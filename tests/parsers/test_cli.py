@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import io
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -141,3 +143,23 @@ def test_main_takes_streams(capsys: pytest.CaptureFixture[str]) -> None:
     out = io.StringIO()
     assert main(["parse", "-f", "hermes"], stdin=io.StringIO(CALL), out=out) == 0
     assert json.loads(out.getvalue())["content"] == "Hi"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_and_sigterm_stop_it_quietly(signum: int) -> None:
+    # The command waits on stdin; either signal ends it with 130 and no traceback.
+    child = subprocess.Popen(
+        [sys.executable, "-m", "hermes_parsers", "parse", "-f", "hermes"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdin is not None
+    child.stdin.write("<tool_call>")  # keeps stdin open: the command is mid-read
+    child.stdin.flush()
+    time.sleep(1.5)  # let the interpreter reach the read (no wall time is asserted)
+    child.send_signal(signum)
+    _out, err = child.communicate(timeout=60)
+    assert child.returncode == 130
+    assert "Traceback" not in err

@@ -12,9 +12,13 @@ demo finds a format that does not round-trip); never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import signal
 import sys
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from types import FrameType
 from typing import Any, NoReturn, TextIO
 
 from hermes_parsers.api import get_parser, list_parsers
@@ -169,7 +173,34 @@ def main(
     that does not round-trip, 2 on any error (bad usage, unreadable or invalid input,
     unknown format, malformed markup with ``--strict``), with one line on stderr.
 
-    ``stdin`` and ``out`` default to the process's standard streams."""
+    ``stdin`` and ``out`` default to the process's standard streams. Ctrl-C, and SIGTERM
+    when called from the main thread, stop it quietly with exit status 130."""
+    with _sigterm_as_interrupt():
+        try:
+            return _main(argv, stdin, out, prog)
+        except KeyboardInterrupt:
+            return 130
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """While inside, SIGTERM raises ``KeyboardInterrupt`` as Ctrl-C does (main thread only;
+    the previous handler comes back on the way out)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def _main(argv: Sequence[str] | None, stdin: TextIO | None, out: TextIO | None, prog: str) -> int:
     args = _command_line(prog).parse_args(argv)  # usage errors: one line, exit 2
     out = out or sys.stdout
     stdin = stdin or sys.stdin
