@@ -16,7 +16,6 @@ import pytest
 
 from hermes_sandbox import (
     ExecResult,
-    Sandbox,
     SandboxClosedError,
     SandboxOptions,
     SandboxPool,
@@ -30,52 +29,7 @@ from hermes_sandbox.backends.local import MARKER_VARIABLE, LocalSandbox
 from hermes_sandbox.output import OutputCollector
 from hermes_sandbox.registry import ENTRY_POINT_GROUP, BackendRegistry
 from hermes_sandbox.shell import wrap_command
-
-
-class FakeSandbox(Sandbox):
-    """An in-memory sandbox that records its lifecycle; ``gate`` holds ``_start``."""
-
-    backend = "fake"
-
-    def __init__(
-        self,
-        options: SandboxOptions,
-        *,
-        task_id: str | None = None,
-        gate: asyncio.Event | None = None,
-        fail: bool = False,
-    ) -> None:
-        super().__init__(options, task_id=task_id)
-        self.gate = gate
-        self.fail = fail
-        self.starts = 0
-        self.closes = 0
-        self.files: dict[str, bytes] = {}
-
-    async def _start(self) -> None:
-        self.starts += 1
-        if self.gate is not None:
-            await self.gate.wait()
-        if self.fail:
-            raise SandboxStartError("fake: refusing to start, as asked")
-
-    async def _close(self) -> None:
-        self.closes += 1
-
-    async def _run(self, script: str, *, timeout: float) -> ExecResult:
-        return ExecResult(script, 0)
-
-    async def _read_bytes(self, path: str) -> bytes:
-        if path not in self.files:
-            raise FileNotFoundError(path)
-        return self.files[path]
-
-    async def _write_bytes(self, path: str, data: bytes) -> None:
-        self.files[path] = data
-
-
-def fake(task_id: str = "t", **options: object) -> FakeSandbox:
-    return FakeSandbox(SandboxOptions.from_kwargs(**options), task_id=task_id)
+from tests.sandbox.support import FakeSandbox, Maker, fake
 
 
 # options ------------------------------------------------------------------------------
@@ -303,20 +257,6 @@ async def test_sandbox_lifetime_expiry_closes_it() -> None:
 
 
 # the pool -----------------------------------------------------------------------------
-class Maker:
-    """A pool factory that records what it made."""
-
-    def __init__(self, *, gate: asyncio.Event | None = None, fail: bool = False) -> None:
-        self.gate = gate
-        self.fail = fail
-        self.made: list[FakeSandbox] = []
-
-    def __call__(self, task_id: str) -> Sandbox:
-        sandbox = FakeSandbox(SandboxOptions(), task_id=task_id, gate=self.gate, fail=self.fail)
-        self.made.append(sandbox)
-        return sandbox
-
-
 async def test_pool_shares_one_sandbox_per_task_under_concurrency() -> None:
     gate = asyncio.Event()
     maker = Maker(gate=gate)

@@ -26,6 +26,7 @@ import pytest
 
 from hermes_sandbox import SandboxOptions
 from hermes_sandbox.testing.probes import host_processes
+from tests.sandbox.support import kill_9_child
 
 CHILD = textwrap.dedent(
     """
@@ -164,37 +165,6 @@ def test_docker_containers_are_gone_after_ctrl_c_sigterm_or_exit(mode: str) -> N
     finally:
         daemon.close()
     assert found == [], stderr
-
-
-KILLED_CHILD = textwrap.dedent(
-    """
-    import asyncio, os, signal, sys
-    from hermes_sandbox import create_sandbox
-
-    async def main():
-        isolation = sys.argv[2]
-        sandbox = await create_sandbox("local", task_id="orphan", isolation=isolation).start()
-        await sandbox.exec(f"(exec -a {sys.argv[1]} sleep 300) &")
-        print(sandbox.root, flush=True)
-        os.kill(os.getpid(), signal.SIGKILL)  # no close, no atexit: what kill -9 leaves
-
-    asyncio.run(main())
-    """
-)
-
-
-def kill_9_child(name: str, tmp_path: Path, isolation: str = "none") -> str:
-    """Run a child that starts a local sandbox in ``tmp_path`` with a background process
-    named ``name``, then SIGKILLs itself; the sandbox's root directory."""
-    child = subprocess.run(
-        [sys.executable, "-c", KILLED_CHILD, name, isolation],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "TMPDIR": str(tmp_path)},
-    )
-    assert child.returncode == -signal.SIGKILL, child.stderr
-    return child.stdout.strip()
 
 
 def test_reap_orphans_removes_what_a_killed_process_left(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from hermes_sandbox import SandboxClosedError, SandboxOptions, SandboxPool
 from hermes_sandbox.teardown import finish, run_detached, start_or_run
-from tests.sandbox.test_core import FakeSandbox, Maker, fake
+from tests.sandbox.support import FakeSandbox, Maker, fake
 
 
 async def test_finish_completes_the_cleanup_then_passes_the_cancellation_on() -> None:

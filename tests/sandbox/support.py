@@ -1,0 +1,106 @@
+"""Helpers several sandbox test modules share (test modules never import each other)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from hermes_sandbox import ExecResult, Sandbox, SandboxOptions, SandboxStartError
+
+__all__ = ["KILLED_CHILD", "FakeSandbox", "Maker", "fake", "kill_9_child"]
+
+
+class FakeSandbox(Sandbox):
+    """An in-memory sandbox that records its lifecycle; ``gate`` holds ``_start``."""
+
+    backend = "fake"
+
+    def __init__(
+        self,
+        options: SandboxOptions,
+        *,
+        task_id: str | None = None,
+        gate: asyncio.Event | None = None,
+        fail: bool = False,
+    ) -> None:
+        super().__init__(options, task_id=task_id)
+        self.gate = gate
+        self.fail = fail
+        self.starts = 0
+        self.closes = 0
+        self.files: dict[str, bytes] = {}
+
+    async def _start(self) -> None:
+        self.starts += 1
+        if self.gate is not None:
+            await self.gate.wait()
+        if self.fail:
+            raise SandboxStartError("fake: refusing to start, as asked")
+
+    async def _close(self) -> None:
+        self.closes += 1
+
+    async def _run(self, script: str, *, timeout: float) -> ExecResult:
+        return ExecResult(script, 0)
+
+    async def _read_bytes(self, path: str) -> bytes:
+        if path not in self.files:
+            raise FileNotFoundError(path)
+        return self.files[path]
+
+    async def _write_bytes(self, path: str, data: bytes) -> None:
+        self.files[path] = data
+
+
+def fake(task_id: str = "t", **options: object) -> FakeSandbox:
+    return FakeSandbox(SandboxOptions.from_kwargs(**options), task_id=task_id)
+
+
+class Maker:
+    """A pool factory that records what it made."""
+
+    def __init__(self, *, gate: asyncio.Event | None = None, fail: bool = False) -> None:
+        self.gate = gate
+        self.fail = fail
+        self.made: list[FakeSandbox] = []
+
+    def __call__(self, task_id: str) -> Sandbox:
+        sandbox = FakeSandbox(SandboxOptions(), task_id=task_id, gate=self.gate, fail=self.fail)
+        self.made.append(sandbox)
+        return sandbox
+
+
+KILLED_CHILD = textwrap.dedent(
+    """
+    import asyncio, os, signal, sys
+    from hermes_sandbox import create_sandbox
+
+    async def main():
+        isolation = sys.argv[2]
+        sandbox = await create_sandbox("local", task_id="orphan", isolation=isolation).start()
+        await sandbox.exec(f"(exec -a {sys.argv[1]} sleep 300) &")
+        print(sandbox.root, flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)  # no close, no atexit: what kill -9 leaves
+
+    asyncio.run(main())
+    """
+)
+
+
+def kill_9_child(name: str, tmp_path: Path, isolation: str = "none") -> str:
+    """Run a child that starts a local sandbox in ``tmp_path`` with a background process
+    named ``name``, then SIGKILLs itself; the sandbox's root directory."""
+    child = subprocess.run(
+        [sys.executable, "-c", KILLED_CHILD, name, isolation],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    return child.stdout.strip()
