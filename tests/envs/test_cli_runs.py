@@ -62,7 +62,8 @@ def _runner(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def oracle_url() -> Iterator[str]:
-    with ModelServerThread(Policy(terminal_test_oracle)) as model:
+    # The env asks for its default model name; the server must serve that name.
+    with ModelServerThread(Policy(terminal_test_oracle, name="terminal-test")) as model:
         yield model.base_url
 
 
@@ -280,7 +281,7 @@ def test_a_stop_signal_ends_cleanly_keeping_every_written_line(
 
     script = _runner(tmp_path)
     out = tmp_path / "groups.jsonl"
-    with ModelServerThread(Policy(model)) as server:
+    with ModelServerThread(Policy(model, name="terminal-test")) as server:
         child = subprocess.Popen(
             [
                 sys.executable,
