@@ -32,6 +32,7 @@ EXPECTED_ALL = [
     "default_backends",
     "register_backend",
     "sandbox_tools",
+    "stop_on_sigterm",
 ]
 
 
