@@ -22,9 +22,17 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import openai
+from openai.types.chat import (
+    ChatCompletionAssistantMessageParam,
+    ChatCompletionFunctionToolParam,
+    ChatCompletionMessageFunctionToolCall,
+    ChatCompletionMessageParam,
+    ChatCompletionMessageToolCallUnion,
+    ChatCompletionToolMessageParam,
+)
 
 from hermes_loop import AgentLoop, OpenAIChatServer, Tool, ToolInvocation
 from hermes_loop.server import ModelServerProcess
@@ -40,6 +48,12 @@ SCHEMA = {"type": "object", "properties": {"command": {"type": "string"}}, "requ
 TURNS = len(SCRIPT)
 
 
+class NamedToolMessage(ChatCompletionToolMessageParam):
+    """A tool result carrying the tool's name too, as ``AgentLoop`` sends it."""
+
+    name: str
+
+
 async def terminal(arguments: dict[str, Any], call: ToolInvocation) -> str:
     return TOOL_RESULT
 
@@ -48,15 +62,33 @@ def client(base_url: str) -> openai.AsyncOpenAI:
     return openai.AsyncOpenAI(base_url=base_url, api_key="bench", max_retries=0, timeout=60)
 
 
-async def bare_rollout(api: openai.AsyncOpenAI, tools: list[dict[str, Any]], i: int) -> None:
-    messages: list[dict[str, Any]] = [{"role": "user", "content": f"task {i}"}]
+def function_call(
+    call: ChatCompletionMessageToolCallUnion,
+) -> ChatCompletionMessageFunctionToolCall:
+    """``call`` as a function tool call (the scripted server sends no other kind).
+
+    Raises:
+        RuntimeError: ``call`` is a custom tool call.
+    """
+    if not isinstance(call, ChatCompletionMessageFunctionToolCall):
+        raise RuntimeError(f"unexpected non-function tool call: {call!r}")
+    return call
+
+
+async def bare_rollout(
+    api: openai.AsyncOpenAI, tools: list[ChatCompletionFunctionToolParam], i: int
+) -> None:
+    messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": f"task {i}"}]
     while True:
         response = await api.chat.completions.create(
             model="scripted", messages=messages, tools=tools, temperature=1.0
         )
         message = response.choices[0].message
-        calls = message.tool_calls or []
-        entry: dict[str, Any] = {"role": "assistant", "content": message.content}
+        calls = [function_call(c) for c in message.tool_calls or ()]
+        entry: ChatCompletionAssistantMessageParam = {
+            "role": "assistant",
+            "content": message.content,
+        }
         if calls:
             entry["tool_calls"] = [
                 {
@@ -71,7 +103,9 @@ async def bare_rollout(api: openai.AsyncOpenAI, tools: list[dict[str, Any]], i: 
             return
         for c in calls:
             messages.append(
-                {"role": "tool", "tool_call_id": c.id, "name": "terminal", "content": TOOL_RESULT}
+                NamedToolMessage(
+                    role="tool", tool_call_id=c.id, name="terminal", content=TOOL_RESULT
+                )
             )
 
 
@@ -83,7 +117,8 @@ async def run_side(
     gate = asyncio.Semaphore(concurrency)
     tool = Tool("terminal", "Run a shell command.", SCHEMA, terminal)
     loop = AgentLoop(OpenAIChatServer(model="scripted", client=api), [tool], max_turns=TURNS + 1)
-    schemas = [tool.schema()]
+    # Tool.schema() builds exactly an OpenAI function-tool entry.
+    schemas = [cast(ChatCompletionFunctionToolParam, tool.schema())]
 
     async def one(i: int) -> None:
         async with gate:

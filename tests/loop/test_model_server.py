@@ -11,11 +11,18 @@ import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import aiohttp
 import openai
 import pytest
+from openai.types.chat import (
+    ChatCompletion,
+    ChatCompletionFunctionToolParam,
+    ChatCompletionMessageParam,
+    ChatCompletionToolMessageParam,
+    ChatCompletionUserMessageParam,
+)
 
 from hermes_loop.chat_template import render_prompt
 from hermes_loop.server import (
@@ -36,10 +43,11 @@ from hermes_loop.server import (
 )
 from hermes_loop.tokenizer import load_tokenizer
 from hermes_parsers import get_parser
+from tests.loop.chat_messages import ReasoningAssistantMessage, as_param, function_calls
 
 TOKENIZER = load_tokenizer()
 PARSER = get_parser("hermes")
-TOOLS = [
+TOOLS: list[ChatCompletionFunctionToolParam] = [
     {
         "type": "function",
         "function": {
@@ -49,7 +57,7 @@ TOOLS = [
         },
     }
 ]
-USER = {"role": "user", "content": "What is in /tmp?"}
+USER: ChatCompletionUserMessageParam = {"role": "user", "content": "What is in /tmp?"}
 
 LS_TURN = Turn(
     content="Let me look.",
@@ -64,15 +72,15 @@ def client(server: ModelServer, **options: Any) -> openai.AsyncOpenAI:
     return openai.AsyncOpenAI(base_url=server.base_url, api_key="test", **options)
 
 
-def follow_up(first: Any, results: list[str]) -> list[dict[str, Any]]:
+def follow_up(first: ChatCompletion, results: list[str]) -> list[ChatCompletionMessageParam]:
     """The conversation after the first reply and its tool results."""
-    message = first.choices[0].message.model_dump(exclude_none=True)
-    calls = message.get("tool_calls") or []
+    message = first.choices[0].message
+    calls = message.tool_calls or []
     return [
         USER,
-        message,
+        as_param(message),
         *(
-            {"role": "tool", "tool_call_id": call["id"], "content": result}
+            ChatCompletionToolMessageParam(role="tool", tool_call_id=call.id, content=result)
             for call, result in zip(calls, results, strict=False)
         ),
     ]
@@ -95,8 +103,7 @@ async def test_script_replies_with_tool_calls_and_reasoning(server: ModelServer)
         assert choice.message.content == "Let me look."
         assert choice.message.model_extra is not None
         assert choice.message.model_extra["reasoning_content"] == "I should list the directory."
-        calls = choice.message.tool_calls
-        assert calls is not None
+        calls = function_calls(choice.message)
         assert [(c.function.name, json.loads(c.function.arguments)) for c in calls] == [
             ("terminal", {"command": "ls /tmp"}),
             ("terminal", {"command": "df"}),
@@ -130,7 +137,7 @@ async def test_tool_call_ids_are_distinct_per_turn() -> None:
         second = await api.chat.completions.create(
             model="scripted", messages=follow_up(first, ["x"])
         )
-    ids = [r.choices[0].message.tool_calls[0].id for r in (first, second)]
+    ids = [function_calls(r.choices[0].message)[0].id for r in (first, second)]
     assert ids[0] != ids[1]
 
 
@@ -138,7 +145,7 @@ async def test_scripted_ids_and_raw_arguments_pass_through() -> None:
     turn = Turn(tool_calls=[Call("terminal", '{"command": "ls"', id="call_fixed")])
     async with ModelServer([turn]) as running, client(running) as api:
         reply = await api.chat.completions.create(model="scripted", messages=[USER])
-    call = reply.choices[0].message.tool_calls[0]
+    call = function_calls(reply.choices[0].message)[0]
     assert call.id == "call_fixed"
     assert call.function.arguments == '{"command": "ls"'
 
@@ -154,7 +161,9 @@ async def test_concurrent_conversations_each_get_their_own_turns() -> None:
     async with ModelServer(servers) as running, client(running) as api:
 
         async def conversation(index: int, model: str) -> list[str]:
-            messages: list[dict[str, Any]] = [{"role": "user", "content": f"user {index}"}]
+            messages: list[ChatCompletionMessageParam] = [
+                {"role": "user", "content": f"user {index}"}
+            ]
             seen = []
             for _ in range(3):
                 reply = await api.chat.completions.create(model=model, messages=messages)
@@ -175,7 +184,11 @@ async def test_concurrent_conversations_each_get_their_own_turns() -> None:
 
 
 async def test_past_the_end_of_the_script_is_a_clear_400(server: ModelServer) -> None:
-    history = [USER, {"role": "assistant", "content": "a"}, {"role": "assistant", "content": "b"}]
+    history: list[ChatCompletionMessageParam] = [
+        USER,
+        {"role": "assistant", "content": "a"},
+        {"role": "assistant", "content": "b"},
+    ]
     async with client(server, max_retries=2) as api:
         with pytest.raises(openai.BadRequestError, match="has 2 turn") as caught:
             await api.chat.completions.create(model="scripted", messages=history)
@@ -187,11 +200,10 @@ async def test_bad_requests_are_rejected_with_reasons(server: ModelServer) -> No
     async with client(server) as api:
         with pytest.raises(openai.BadRequestError, match="n=2 is not supported"):
             await api.chat.completions.create(model="scripted", messages=[USER], n=2)
+        # A role the SDK's types refuse, sent on purpose: the cast lets it through.
+        robot = cast(ChatCompletionMessageParam, {"role": "robot", "content": "x"})
         with pytest.raises(openai.BadRequestError, match="unknown role"):
-            await api.chat.completions.create(
-                model="scripted",
-                messages=[{"role": "robot", "content": "x"}],
-            )
+            await api.chat.completions.create(model="scripted", messages=[robot])
     url = server.base_url + "/chat/completions"
     async with aiohttp.ClientSession() as http, http.post(url, data=b"{nope") as response:
         assert response.status == 400
@@ -279,7 +291,7 @@ async def test_prompt_tokens_match_a_whole_prompt_encode_on_long_conversations()
     # The server encodes each ChatML block once and reuses it; the ids must be those of
     # encoding the whole rendered prompt.
     turn = Turn(content="ok ✓", tool_calls=[Call("terminal", {"command": "ls -la /tmp 🚀"})])
-    history: list[dict[str, Any]] = [{"role": "system", "content": "Sé breve."}, USER]
+    history: list[ChatCompletionMessageParam] = [{"role": "system", "content": "Sé breve."}, USER]
     async with ModelServer(Script([turn] * 6)) as running, client(running) as api:
         for index in range(6):
             reply = await api.chat.completions.create(
@@ -292,9 +304,11 @@ async def test_prompt_tokens_match_a_whole_prompt_encode_on_long_conversations()
             assert (reply.model_extra or {})["prompt_token_ids"] == expected
             assert reply.usage is not None
             assert reply.usage.prompt_tokens == len(expected)
-            message = reply.choices[0].message.model_dump(exclude_none=True)
-            call_id = message["tool_calls"][0]["id"]
-            history += [message, {"role": "tool", "tool_call_id": call_id, "content": f"r{index}"}]
+            call_id = function_calls(reply.choices[0].message)[0].id
+            history += [
+                as_param(reply.choices[0].message),
+                {"role": "tool", "tool_call_id": call_id, "content": f"r{index}"},
+            ]
 
 
 async def test_streaming_gives_the_same_message(server: ModelServer) -> None:
@@ -393,7 +407,7 @@ async def test_500_and_503_phases_then_success() -> None:
 
 async def test_faults_are_counted_per_conversation() -> None:
     turn = Turn(content="ok", faults=[Fault(status=500, times=1)])
-    other = {"role": "user", "content": "another task"}
+    other: ChatCompletionUserMessageParam = {"role": "user", "content": "another task"}
     async with ModelServer([turn]) as running, client(running) as api:
         for messages in ([USER], [other]):
             with pytest.raises(openai.InternalServerError):
@@ -646,21 +660,21 @@ async def test_generate_chooses_the_script_by_model_field() -> None:
 # Replay and Policy -------------------------------------------------------------------
 
 
-RECORDED: list[dict[str, Any]] = [
+RECORDED: list[ChatCompletionMessageParam] = [
     {"role": "system", "content": "Be brief."},
     USER,
-    {
-        "role": "assistant",
-        "content": None,
-        "reasoning_content": "List it.",
-        "tool_calls": [
+    ReasoningAssistantMessage(
+        role="assistant",
+        content=None,
+        reasoning_content="List it.",
+        tool_calls=[
             {
                 "id": "call_rec1",
                 "type": "function",
                 "function": {"name": "terminal", "arguments": '{"command": "ls"}'},
             }
         ],
-    },
+    ),
     {"role": "tool", "tool_call_id": "call_rec1", "content": "a.txt"},
     {"role": "assistant", "content": "One file: a.txt."},
 ]
@@ -676,9 +690,9 @@ async def test_replay_of_a_saved_conversation(tmp_path: Path) -> None:
     async with ModelServer(responders) as running, client(running) as api:
         first = await api.chat.completions.create(model="rollout", messages=RECORDED[:2])
         message = first.choices[0].message
-        assert message.tool_calls is not None
-        assert message.tool_calls[0].id == "call_rec1"
-        assert json.loads(message.tool_calls[0].function.arguments) == {"command": "ls"}
+        calls = function_calls(message)
+        assert calls[0].id == "call_rec1"
+        assert json.loads(calls[0].function.arguments) == {"command": "ls"}
         assert (message.model_extra or {})["reasoning_content"] == "List it."
         second = await api.chat.completions.create(model="rollout", messages=RECORDED[:4])
         assert second.choices[0].message.content == "One file: a.txt."
@@ -733,7 +747,11 @@ async def test_async_policy_and_policy_errors() -> None:
     async with ModelServer(Policy(policy)) as running, client(running) as api:
         reply = await api.chat.completions.create(model="scripted", messages=[USER], tools=TOOLS)
         assert reply.choices[0].message.content == "1 message(s), tools=True"
-        history = [USER, {"role": "assistant", "content": "x"}, USER]
+        history: list[ChatCompletionMessageParam] = [
+            USER,
+            {"role": "assistant", "content": "x"},
+            USER,
+        ]
         with pytest.raises(openai.InternalServerError, match="oracle crashed"):
             await api.chat.completions.create(model="scripted", messages=history)
 
@@ -840,7 +858,8 @@ def test_turn_and_fault_validation_in_python() -> None:
         Fault(delay=1, retry_after=1)
     with pytest.raises(ScriptError, match=r"^turn 1: field 'bogus': unknown field"):
         Script(["ok", {"bogus": 1}])
-    turn = Turn(tool_calls=[{"name": "ls", "arguments": {}}])
+    # Turn converts mappings to Call (documented) though its field is typed as Call.
+    turn = Turn(tool_calls=cast("list[Call]", [{"name": "ls", "arguments": {}}]))
     assert turn.tool_calls == (Call("ls", {}),)
 
 

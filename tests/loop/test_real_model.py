@@ -34,7 +34,7 @@ from hermes_parsers import get_parser
 
 pytestmark = pytest.mark.slow
 
-WORD_COUNT = {
+WORD_COUNT: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": "word_count",
@@ -154,6 +154,7 @@ def test_a_template_that_writes_bos_gets_it_once(gemma: HFTokenizer) -> None:
             assert text == "<bos>" + llama.render(messages, tools)
             ids = endpoint.prompt_ids(text)
             assert ids == llama.prompt_ids(messages, tools)
+            assert tokenizer.bos_token_id is not None
             assert ids.count(tokenizer.bos_token_id) == 1
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import aiohttp
 import openai
 import pytest
+from openai.types.chat import ChatCompletionUserMessageParam
 
 from hermes_loop.errors import HermesLoopError
 from hermes_loop.server import (
@@ -29,8 +30,9 @@ from hermes_loop.server import (
     load_script_file,
 )
 from hermes_loop.server.json_limits import MAX_DEPTH
+from tests.loop.chat_messages import function_calls
 
-USER = {"role": "user", "content": "go"}
+USER: ChatCompletionUserMessageParam = {"role": "user", "content": "go"}
 DEEP = 100_000
 
 
@@ -116,8 +118,7 @@ async def test_arguments_at_the_depth_limit_are_served_whole() -> None:
         api = openai.AsyncOpenAI(base_url=running.base_url, api_key="test", max_retries=0)
         async with api:
             reply = await api.chat.completions.create(model="scripted", messages=[USER])
-    calls = reply.choices[0].message.tool_calls
-    assert calls is not None
+    calls = function_calls(reply.choices[0].message)
     assert json.loads(calls[0].function.arguments) == arguments
 
 

@@ -145,7 +145,7 @@ def test_transformers_auto_tokenizer_loads_the_directory_offline() -> None:
     assert auto.encode(sample, add_special_tokens=False) == TOKENIZER.encode(sample)
     assert auto.eos_token == "<|im_end|>"
     tools = [{"type": "function", "function": {"name": "ls", "parameters": {"type": "object"}}}]
-    messages = [
+    messages: list[dict[str, Any]] = [
         {"role": "user", "content": "list"},
         {
             "role": "assistant",
@@ -219,7 +219,8 @@ def test_named_templates_pick_default_and_blank_means_none(tmp_path: Path) -> No
 
 
 def test_add_bos_is_read_from_the_post_processor_when_the_config_is_silent(tmp_path: Path) -> None:
-    from tokenizers import processors
+    # tokenizers < 0.23 ships no type information; newer releases do.
+    from tokenizers import processors  # type: ignore[import-untyped,unused-ignore]
 
     backend = load_tokenizer().backend
     bos_id = TOKENIZER.token_to_id("<|endoftext|>")
@@ -251,7 +252,7 @@ _SPACE = "\u2581"
 
 def _gguf_value(kind: int, value: Any) -> bytes:
     if kind == 8:
-        data = value.encode("utf-8")
+        data: bytes = value.encode("utf-8")
         return struct.pack("<Q", len(data)) + data
     if kind == 9:
         item_kind, items = value

@@ -112,6 +112,7 @@ async def test_create_parameters(make: MakeSandbox, client: FakeAsyncDaytona) ->
         assert sb.task_id in params.labels.values()
     assert isinstance(params, daytona.CreateSandboxFromImageParams)
     assert params.image == "python:3.12-slim"
+    assert params.resources is not None
     assert (params.resources.cpu, params.resources.memory) == (2, 2)
     assert params.env_vars == {"A": "1"}
     assert params.network_block_all is True
@@ -174,9 +175,9 @@ def test_bad_options_are_rejected(client: FakeAsyncDaytona) -> None:
 
 
 async def test_every_sdk_call_exists_on_the_real_sdk(tmp_path: Path) -> None:
-    client = _SlowStartClient(tmp_path / "slow")
+    slow = _SlowStartClient(tmp_path / "slow")
     with pytest.raises(SandboxStartError):
-        await create_sandbox("daytona", client=client).start()
+        await create_sandbox("daytona", client=slow).start()
     client = FakeAsyncDaytona(tmp_path / "fake")
     try:
         await exercise_every_call(DAYTONA.sandbox(client, tmp_path / "w", env={"K": "v"}))

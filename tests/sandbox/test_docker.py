@@ -246,7 +246,10 @@ async def test_concurrent_execs_in_one_sandbox(setup: DockerSetup) -> None:
 # lifecycle, the keeper, leaks
 # --------------------------------------------------------------------------------------
 async def test_close_after_the_container_died(setup: DockerSetup, api: Any) -> None:
+    from hermes_sandbox.backends.docker import DockerSandbox
+
     sb = create_sandbox("docker", image=setup.image)
+    assert isinstance(sb, DockerSandbox)
     await sb.start()
     await asyncio.to_thread(api.remove_container, sb.container_id, force=True)
     with pytest.raises(SandboxClosedError, match="gone"):
@@ -307,12 +310,13 @@ async def test_background_process_survives_a_finished_command(setup: DockerSetup
 # the warm pool
 # --------------------------------------------------------------------------------------
 async def test_warm_pool_start_is_fast(setup: DockerSetup) -> None:
-    from hermes_sandbox.backends.docker import DockerWarmPool
+    from hermes_sandbox.backends.docker import DockerSandbox, DockerWarmPool
 
     async with DockerWarmPool(size=2, image=setup.image) as warm:
         assert len(warm) == 2
         ready = {container for container, _ in warm._idle}
         sb = create_sandbox("docker", image=setup.image, pool=warm)
+        assert isinstance(sb, DockerSandbox)
         started = time.monotonic()
         await sb.start()
         elapsed = time.monotonic() - started
@@ -342,13 +346,14 @@ async def test_warm_pool_spec_mismatch_starts_a_fresh_container(setup: DockerSet
 
 async def test_warm_pool_container_that_died_is_replaced(setup: DockerSetup, api: Any) -> None:
     from hermes_sandbox import SandboxPool
-    from hermes_sandbox.backends.docker import DockerWarmPool
+    from hermes_sandbox.backends.docker import DockerSandbox, DockerWarmPool
 
     async with DockerWarmPool(size=1, image=setup.image) as warm:
         (dead, _) = warm._idle[0]
         await asyncio.to_thread(api.remove_container, dead, force=True)
         async with SandboxPool("docker", image=setup.image, pool=warm) as tasks:
             sb = await tasks.get("task-1")
+            assert isinstance(sb, DockerSandbox)
             assert sb.container_id != dead
             assert (await sb.exec("echo fresh")).output == "fresh\n"
 

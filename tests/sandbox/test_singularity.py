@@ -149,6 +149,7 @@ async def test_close_leaves_nothing(
 
 async def test_close_after_the_instance_died(standin: provider.StandIn) -> None:
     sandbox = create_sandbox("singularity", **standin.options())
+    assert isinstance(sandbox, SingularitySandbox)
     await sandbox.start()
     stop = await asyncio.create_subprocess_exec(
         str(standin.binary),
@@ -249,6 +250,7 @@ async def test_live_instance(
         "network": True,
     }
     sandbox = create_sandbox("singularity", **options)
+    assert isinstance(sandbox, SingularitySandbox)
     try:
         await sandbox.start()
     except SandboxStartError as exc:

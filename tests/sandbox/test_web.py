@@ -313,7 +313,11 @@ class FakeAsyncFirecrawl:
         self.calls: list[tuple[str, Any, dict[str, Any]]] = []
 
     async def search(self, query: str, **kwargs: Any) -> Any:
-        from firecrawl.v2.types import SearchData, SearchResultWeb
+        # firecrawl-py ships no type information (no py.typed).
+        from firecrawl.v2.types import (  # type: ignore[import-untyped]
+            SearchData,
+            SearchResultWeb,
+        )
 
         self.calls.append(("search", query, kwargs))
         return SearchData(

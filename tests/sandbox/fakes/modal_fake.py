@@ -30,7 +30,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, TypeVar
 
 import modal
 import modal.exception
@@ -415,7 +415,10 @@ def _write(path: Path, data: bytes) -> None:
     path.write_bytes(data)
 
 
-async def _translated(job: Awaitable[Any], remote_path: str, *, reading: bool) -> Any:
+_T = TypeVar("_T")
+
+
+async def _translated(job: Awaitable[_T], remote_path: str, *, reading: bool) -> _T:
     """Run a local file operation, raising what the SDK raises for its failures."""
     errors = modal.exception
     try:

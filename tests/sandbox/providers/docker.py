@@ -109,7 +109,8 @@ def _stop_dockerd(process: subprocess.Popen[bytes]) -> None:
 def docker_setup() -> DockerSetup:
     """Daemon and images for this test process (computed once)."""
     try:
-        import docker  # noqa: F401
+        # The docker SDK ships no type information (no py.typed, no bundled stubs).
+        import docker  # type: ignore[import-untyped]  # noqa: F401
     except ImportError:
         return DockerSetup(
             reason="the docker SDK is not installed (pip install 'hermes-sandbox[docker]')"
