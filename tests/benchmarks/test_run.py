@@ -23,7 +23,7 @@ from hermes_benchmarks.run import (
 )
 from hermes_sandbox import Sandbox
 from hermes_sandbox.backends.docker import RUN_ID, list_containers
-from tests.benchmarks.docker_support import SHIPPED, docker_skip_reason
+from tests.benchmarks.docker_support import FAULTY, SHIPPED, docker_skip_reason
 
 REASON = docker_skip_reason()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
@@ -167,3 +167,47 @@ def test_a_run_killed_with_sigkill_and_resumed_matches_an_uninterrupted_one(
     assert verdicts(killed) == expected
     for run_id in (killed / RUNS_FILE).read_text().split() + earlier_runs:
         assert list_containers(run_id=run_id) == [], f"run {run_id} left containers"
+
+
+def test_check_names_every_task_whose_oracle_fails(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from hermes_benchmarks.cli import main; sys.exit(main())",
+            "terminalbench2",
+            "check",
+            "--env.tasks_dir",
+            str(FAULTY),
+            "--env.output_dir",
+            str(tmp_path),
+            "--env.infra_retries",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "oracle fails on crashing-tests: 0/1 passed (verifier_crash x1)" in done.stdout
+    assert "oracle fails on unreadable-reward: 0/1 passed (reward_unreadable x1)" in done.stdout
+
+
+def test_sigterm_stops_a_run_cleanly_and_resume_finishes_it(tmp_path: Path) -> None:
+    run = _check(tmp_path)
+    results = tmp_path / RESULTS_FILE
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not (results.exists() and results.read_text()):
+        time.sleep(0.05)
+    run.send_signal(signal.SIGTERM)
+    _, err = run.communicate(timeout=120)
+    assert run.returncode == 130, err
+    assert "finish with the same command and --env.resume true" in err
+    assert "Traceback" not in err
+    assert json.loads((tmp_path / SUMMARY_FILE).read_text())["overall"]["trials"] >= 1
+    for run_id in (tmp_path / RUNS_FILE).read_text().split():
+        assert list_containers(run_id=run_id) == [], f"run {run_id} left containers"
+    resumed = _check(tmp_path, "--env.resume", "true")
+    _, err = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, err
+    assert len(verdicts(tmp_path)) == len(load_tasks(SHIPPED))

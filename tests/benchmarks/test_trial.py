@@ -125,3 +125,12 @@ async def test_a_missing_base_image_is_an_image_build_failure(tmp_path: Path) ->
     assert (result.status, result.error_kind) == ("infra_error", "image_build")
     assert result.error is not None
     assert "image_map" in result.error
+
+
+async def test_a_model_endpoint_that_does_not_answer_is_an_infra_failure() -> None:
+    async with ModelServer(Script([Turn("unused")])) as server:
+        dead = server.base_url  # the server stops at the end of this block: nothing listens
+    agent = HermesAgent(dead, "scripted")
+    result = await run_trial(load_task(SHIPPED / "write-greeting"), agent, SETTINGS, trial=0)
+    assert (result.status, result.error_kind) == ("infra_error", "model_endpoint")
+    assert result.reward is None

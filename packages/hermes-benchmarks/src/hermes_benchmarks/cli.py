@@ -237,7 +237,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args or args[0] in ("-h", "--help", "help") or "--help" in args or "-h" in args:
         print(USAGE, file=sys.stdout if args else sys.stderr)
         return 0 if args else 2
-    console = Console(highlight=False)
+    console = Console(highlight=False, soft_wrap=True)
     try:
         suite = SUITES.get(args[0])
         if suite is None:
