@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from hermes_benchmarks.cli import USAGE, resolve
+from hermes_benchmarks.config import leaderboard_problems
 from hermes_benchmarks.suites import SUITES, TBLITE, TERMINALBENCH2, default_yaml
 
 
@@ -147,3 +148,19 @@ def test_each_suite_ships_a_default_yaml_with_its_dataset() -> None:
         env, _ = resolve(suite, [])
         assert env.dataset_name == suite.dataset_name
         assert "output_dir: runs/" + suite.name in default_yaml(suite)
+
+
+def test_leaderboard_problems_name_every_non_comparable_setting() -> None:
+    env, _ = resolve(TERMINALBENCH2, ["--env.n_trials", "5"])
+    assert leaderboard_problems(env, TERMINALBENCH2) == []
+    env, _ = resolve(
+        TERMINALBENCH2,
+        ["--env.timeout_multiplier", "2", "--env.task_filter", "a", "--env.agent", "oracle"],
+    )
+    assert leaderboard_problems(env, TERMINALBENCH2) == [
+        "n_trials is 1, under 5",
+        "timeout_multiplier is 2, not 1",
+        "task_filter leaves tasks out",
+        "the agent is the oracle",
+    ]
+    assert leaderboard_problems(env, TBLITE) == ["tblite has no leaderboard mode"]
