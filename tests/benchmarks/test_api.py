@@ -5,12 +5,16 @@ from __future__ import annotations
 import hermes_benchmarks
 
 PUBLIC = [
+    "Agent",
+    "AgentLoadError",
     "Attempt",
     "DockerfileBases",
+    "HermesAgent",
     "HermesBenchmarksError",
     "ImageError",
     "ImageMap",
     "ImageMapError",
+    "OracleAgent",
     "ResultsFileError",
     "ResultsLog",
     "RewardError",
@@ -18,16 +22,21 @@ PUBLIC = [
     "Task",
     "TaskConfig",
     "TaskError",
+    "TrialInfraError",
     "TrialResult",
+    "TrialSettings",
     "__version__",
     "build_task_image",
+    "load_agent",
     "load_task",
     "load_tasks",
     "normalize_image",
     "parse_reward",
     "pass_at_k",
+    "run_trial",
     "summarize",
     "task_image_tag",
+    "verify",
 ]
 
 

@@ -8,27 +8,10 @@ from pathlib import Path
 import pytest
 
 from hermes_benchmarks import ImageError, ImageMap, build_task_image, load_task
-from hermes_sandbox.backends.docker import (
-    DEFAULT_IMAGE,
-    DockerDaemon,
-    DockerUnreachableError,
-    image_exists,
-)
+from hermes_sandbox.backends.docker import DEFAULT_IMAGE, DockerDaemon, image_exists
+from tests.benchmarks.docker_support import SHIPPED, docker_skip_reason
 
-SHIPPED = Path(__file__).parent / "tasks"
-
-
-def _why_not() -> str | None:
-    try:
-        DockerDaemon.open().close()
-    except DockerUnreachableError:
-        return "no docker daemon answers (run .ci/services/docker.sh as root)"
-    if not image_exists(DEFAULT_IMAGE):
-        return f"{DEFAULT_IMAGE} is not built (run .ci/services/docker.sh)"
-    return None
-
-
-REASON = _why_not()
+REASON = docker_skip_reason()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 
 

@@ -104,7 +104,9 @@ class NoKillAtTimeout(LocalSandbox):
         super().__init__(options, task_id=task_id)
         self.strays: list[asyncio.subprocess.Process] = []
 
-    async def exec(self, command: str, *, timeout: float | None = None) -> ExecResult:
+    async def exec(
+        self, command: str, *, timeout: float | None = None, session: bool = True
+    ) -> ExecResult:
         await self.start()
         process = await asyncio.create_subprocess_exec(
             "bash",
@@ -132,6 +134,13 @@ class NoKillAtTimeout(LocalSandbox):
         await super()._close()
 
 
+class NoStop(LocalSandbox):
+    """Leaves every process running at ``stop_processes()`` (``close()`` still kills them)."""
+
+    async def _stop_processes(self) -> None:
+        return None
+
+
 def toy_provider(registry: BackendRegistry, name: str, **caps: Any) -> Provider:
     """A provider of backend ``name`` of ``registry`` (not the global default one)."""
 
@@ -153,6 +162,7 @@ def registry() -> BackendRegistry:
     toys.register("wrong-exit-codes")(WrongExitCodes)
     toys.register("accepts-anything")(AcceptsAnything)
     toys.register("no-kill-at-timeout")(NoKillAtTimeout)
+    toys.register("no-stop")(NoStop)
     toys.register("honest")(LocalSandbox)
     return toys
 
@@ -187,6 +197,16 @@ async def test_a_backend_that_leaves_processes_at_the_timeout_fails_the_suite(
     )
     assert result.outcome == "failed"
     assert "processes of the command left after its timeout" in result.detail
+
+
+async def test_a_backend_whose_stop_processes_does_nothing_fails_the_suite(
+    registry: BackendRegistry,
+) -> None:
+    check = "stop_processes_kills_everything_the_commands_left"
+    result = await run_check(toy_provider(registry, "no-stop"), check)
+    assert result.outcome == "failed"
+    assert "processes left after stop_processes()" in result.detail
+    assert (await run_check(toy_provider(registry, "honest"), check)).outcome == "passed"
 
 
 async def test_an_honest_backend_passes_and_capability_checks_skip(
@@ -242,7 +262,8 @@ def test_the_pytest_adapter_fails_and_skips_like_the_report(
 
 
 def test_every_check_has_a_description() -> None:
-    assert len(CHECKS) == 31  # every check of the suite before it moved into the package
+    # every check of the suite before it moved into the package, and 4 of verification
+    assert len(CHECKS) == 35
     for check in CHECKS.values():
         assert check.description, check.name
 

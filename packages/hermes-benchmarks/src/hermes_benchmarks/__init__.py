@@ -9,30 +9,40 @@ the suites and the ``hermes-bench`` command build on these (see the package READ
 
 from __future__ import annotations
 
+from hermes_benchmarks.agents import Agent, HermesAgent, load_agent
 from hermes_benchmarks.errors import (
+    AgentLoadError,
     HermesBenchmarksError,
     ImageError,
     ImageMapError,
     ResultsFileError,
     RewardError,
     TaskError,
+    TrialInfraError,
 )
 from hermes_benchmarks.image_map import DockerfileBases, ImageMap, normalize_image
 from hermes_benchmarks.images import build_task_image, task_image_tag
+from hermes_benchmarks.oracle import OracleAgent
 from hermes_benchmarks.results import Attempt, ResultsLog, TrialResult
 from hermes_benchmarks.reward import parse_reward
 from hermes_benchmarks.summary import RunSummary, pass_at_k, summarize
 from hermes_benchmarks.task import Task, TaskConfig, load_task, load_tasks
+from hermes_benchmarks.trial import TrialSettings, run_trial
+from hermes_benchmarks.verifier import verify
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Agent",
+    "AgentLoadError",
     "Attempt",
     "DockerfileBases",
+    "HermesAgent",
     "HermesBenchmarksError",
     "ImageError",
     "ImageMap",
     "ImageMapError",
+    "OracleAgent",
     "ResultsFileError",
     "ResultsLog",
     "RewardError",
@@ -40,14 +50,19 @@ __all__ = [
     "Task",
     "TaskConfig",
     "TaskError",
+    "TrialInfraError",
     "TrialResult",
+    "TrialSettings",
     "__version__",
     "build_task_image",
+    "load_agent",
     "load_task",
     "load_tasks",
     "normalize_image",
     "parse_reward",
     "pass_at_k",
+    "run_trial",
     "summarize",
     "task_image_tag",
+    "verify",
 ]

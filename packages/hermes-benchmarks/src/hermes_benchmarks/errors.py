@@ -7,7 +7,9 @@ The tree::
     ├── ImageMapError      an ``image_map`` entry is not ``FROM=TO``
     ├── ImageError         a task's image could not be had (base missing, build failed)
     ├── ResultsFileError   results.jsonl cannot be resumed (a corrupt line, a foreign file)
-    └── RewardError        the verifier wrote no reward, or one that cannot be read
+    ├── RewardError        the verifier wrote no reward, or one that cannot be read
+    ├── TrialInfraError    infrastructure stopped a trial (``kind`` says where); retried
+    └── AgentLoadError     ``module:Class`` names no importable agent class
 
 Each carries a message that names what was wrong and what to do about it.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 from typing import Literal
 
 __all__ = [
+    "AgentLoadError",
     "HermesBenchmarksError",
     "ImageError",
     "ImageMapError",
@@ -24,6 +27,7 @@ __all__ = [
     "RewardError",
     "RewardErrorKind",
     "TaskError",
+    "TrialInfraError",
 ]
 
 #: Why a reward could not be had: no file at all, or a file that does not hold a number.
@@ -56,3 +60,17 @@ class RewardError(HermesBenchmarksError):
     def __init__(self, kind: RewardErrorKind, message: str) -> None:
         super().__init__(message)
         self.kind: RewardErrorKind = kind
+
+
+class TrialInfraError(HermesBenchmarksError):
+    """Infrastructure stopped a trial: not the model's 0. ``kind`` is an ``ErrorKind``
+    (``image_build``, ``sandbox_start``, ``model_endpoint``, ``agent_crash``,
+    ``verifier_crash``, ``verifier_timeout``, ``reward_missing``, ``reward_unreadable``)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class AgentLoadError(HermesBenchmarksError, ValueError):
+    """An agent named as ``module:Class`` cannot be imported or is not an agent."""

@@ -18,7 +18,7 @@ from typing import ClassVar, Self
 from hermes_sandbox.errors import SandboxClosedError, SandboxError
 from hermes_sandbox.options import SandboxOptions
 from hermes_sandbox.result import ExecResult
-from hermes_sandbox.shell import STATE_DIR_PREFIX, wrap_command
+from hermes_sandbox.shell import STATE_DIR_PREFIX, wrap_command, wrap_fresh
 from hermes_sandbox.teardown import finish, run_detached
 
 __all__ = ["Sandbox"]
@@ -34,15 +34,20 @@ class Sandbox(ABC):
     container, process or temporary directory behind.
 
     Commands behave like one shell session: ``cd`` and ``export`` carry over between
-    ``exec`` calls. Output is stdout and stderr interleaved, bounded by
-    ``options.max_output_chars``. At ``timeout`` the command's whole process tree is killed.
+    ``exec`` calls (``exec(..., session=False)`` runs one outside the session). Output
+    is stdout and stderr interleaved, bounded by ``options.max_output_chars``. At
+    ``timeout`` the command's whole process tree is killed.
 
     When no event loop can run any more (interpreter exit, after a second Ctrl-C),
     ``close_now()`` tears the sandbox down synchronously; ``SandboxPool`` calls it at
     exit for every sandbox that was not closed.
 
+    ``stop_processes()`` kills every process the sandbox's commands started and leaves the
+    sandbox usable (what a verifier does before it runs its tests).
+
     Backends implement ``_start``, ``_close``, ``_run`` (run a bash script; ``exec`` hands
-    it the user's command wrapped by ``_wrap``), ``_write_bytes`` and ``_read_bytes``;
+    it the user's command wrapped by ``_wrap``), ``_stop_processes``, ``_write_bytes`` and
+    ``_read_bytes``;
     directory transfers go through tar archives by default and a backend
     may override ``_put_archive``/``_get_archive`` with something faster, and
     ``_close_now`` with a teardown that needs no event loop.
@@ -159,8 +164,18 @@ class Sandbox(ABC):
             )
 
     # commands -----------------------------------------------------------------------
-    async def exec(self, command: str, *, timeout: float | None = None) -> ExecResult:
-        """Run a shell command (bash) in the session.
+    async def exec(
+        self, command: str, *, timeout: float | None = None, session: bool = True
+    ) -> ExecResult:
+        """Run a shell command (bash) in the session, or outside it.
+
+        ``session=True`` (the default): the command sees the cwd and exported variables
+        earlier commands left, and leaves its own for later ones. ``session=False``: it
+        runs in a fresh ``bash --noprofile --norc`` that sees only the sandbox's
+        configured ``env`` (and the backend's defaults, a default ``PATH`` among them)
+        with cwd ``workdir``; none of the session's saved state, and it changes none of
+        it. The timeout, the output bound and the kill of the whole process tree at the
+        timeout are the same either way.
 
         The command goes through ``_wrap`` (the shell-session wrapper) to the backend's
         ``_run``; backends fill in those two hooks and never re-implement this method.
@@ -174,15 +189,39 @@ class Sandbox(ABC):
         limit = self.options.terminal_timeout if timeout is None else timeout
         if limit <= 0:
             raise ValueError(f"timeout must be positive, got {limit!r}")
-        script = self._wrap(command)
+        script = self._wrap(command, session=session)
         started = time.monotonic()
         result = await self._run(script, timeout=limit)
         return replace(result, duration=time.monotonic() - started)
 
-    def _wrap(self, command: str) -> str:
+    async def stop_processes(self) -> None:
+        """Kill every process this sandbox's commands started that still runs.
+
+        Background jobs, ``nohup``/``setsid`` daemons and double-forked children die,
+        and so do commands running at this moment (their ``exec`` returns 137, or
+        124 if it was timing out). The sandbox stays open: files and the session's saved
+        state (cwd, exported variables) are kept and later commands run as before.
+        Idempotent; quick when nothing runs; nothing to do before ``start()``. For a
+        verifier: call it when the agent's turn ends, before the tests run, so nothing
+        the agent left behind can touch their files.
+
+        Raises:
+            SandboxClosedError: if the sandbox is closed (or died meanwhile).
+            SandboxError: if the backend could not make sure everything is gone.
+        """
+        if self._closed:
+            raise SandboxClosedError(f"sandbox {self.task_id} is closed")
+        if self._started_at is None:
+            return
+        await self._stop_processes()
+
+    def _wrap(self, command: str, *, session: bool = True) -> str:
         """The script ``_run`` gets for a user command: ``shell.wrap_command`` with this
-        sandbox's state directory and workdir. A backend overrides it to pass more (e.g.
-        variables it sets afresh for every command)."""
+        sandbox's state directory and workdir (``session=False``: ``shell.wrap_fresh``).
+        A backend overrides it to pass more (e.g. variables it sets afresh for every
+        command)."""
+        if not session:
+            return wrap_fresh(command, workdir=self.workdir)
         return wrap_command(
             command,
             state_dir=self._state_dir,
@@ -270,6 +309,19 @@ class Sandbox(ABC):
     @abstractmethod
     async def _write_bytes(self, path: str, data: bytes) -> None:
         """Write an absolute path, creating parent directories."""
+
+    async def _stop_processes(self) -> None:
+        """Kill every process the sandbox's commands started (see ``stop_processes``);
+        the sandbox is started and not closed. The default raises: a backend must say
+        how it finds its processes.
+
+        Raises:
+            SandboxError: always, here.
+        """
+        raise SandboxError(
+            f"{self.backend or type(self).__name__}: this backend cannot stop its "
+            "processes (it does not implement _stop_processes)"
+        )
 
     def _close_now(self) -> None:
         """Blocking teardown (see ``close_now``). The default runs ``_close()`` on a

@@ -20,9 +20,12 @@ import re
 import shlex
 from collections.abc import Iterable
 
-__all__ = ["STATE_DIR_PREFIX", "is_stateless", "wrap_command"]
+__all__ = ["DEFAULT_PATH", "STATE_DIR_PREFIX", "is_stateless", "wrap_command", "wrap_fresh"]
 
 STATE_DIR_PREFIX = "/tmp/.hermes-shell-"
+
+#: ``PATH`` a backend gives commands when the sandbox's own ``env`` sets none.
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -78,6 +81,25 @@ def wrap_command(
         ' { export -p; printf \'__hc=%q\\n\' "$PWD"; } >"$__hs/state"; exit $__rc; }\n'
         "trap __hermes_save EXIT\n"
         f"eval {shlex.quote(command)}\n"
+    )
+
+
+def wrap_fresh(command: str, *, workdir: str) -> str:
+    """The bash script that runs ``command`` outside the shell session.
+
+    The command runs in a fresh ``bash --noprofile --norc`` (the running bash, ``$BASH``,
+    not one found through ``PATH``) in ``workdir`` (created if missing), with the
+    environment the script itself was started with: the sandbox's configured ``env``
+    and the backend's defaults (each backend sets a ``PATH``, e.g. ``DEFAULT_PATH``). It
+    neither reads nor writes the session's saved state: exported variables, the cwd,
+    ``BASH_ENV`` and the functions it would define, set by earlier commands, are not
+    seen, and nothing this command changes reaches later session commands.
+    """
+    home = shlex.quote(workdir)
+    return (
+        f"cd -- {home} 2>/dev/null || {{ mkdir -p -- {home} && cd -- {home}; }}"
+        f" || {{ echo 'sandbox: cannot enter the working directory '{home} >&2; exit 1; }}\n"
+        f'exec "$BASH" --noprofile --norc -c {shlex.quote(command)}\n'
     )
 
 

@@ -24,6 +24,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Protocol
 
+from hermes_sandbox.errors import SandboxError
 from hermes_sandbox.output import OutputCollector
 from hermes_sandbox.result import ExecResult
 
@@ -260,9 +261,34 @@ class JobLedger:
         no command ran)."""
         return kill_all_script(self.groups, self.mark, ran=self.runs > 0)
 
-    def forget(self) -> None:
-        """Drop the process groups (after they were killed)."""
-        self.groups.clear()
+    def forget(self, groups: Collection[tuple[int, int]] | None = None) -> None:
+        """Drop the process groups (after they were killed): ``groups``, or all."""
+        if groups is None:
+            self.groups.clear()
+        else:
+            self.groups.difference_update(groups)
+
+    async def stop(self, run: Callable[[str], Awaitable[tuple[int, bytes, bytes]]]) -> None:
+        """Kill every process the sandbox's commands left (``stop_processes``): run the
+        kill script through ``run`` (the backend's way to run a bash script outside any
+        command; it returns exit code, stdout, stderr), then drop the groups it killed.
+        Does nothing when no command ran.
+
+        Raises:
+            SandboxError: if the kill script failed.
+            Exception: what ``run`` raises.
+        """
+        groups = set(self.groups)
+        script = kill_all_script(groups, self.mark, ran=self.runs > 0)
+        if not script:
+            return
+        code, out, err = await run(script)
+        if code != 0:
+            detail = (out + err).decode(errors="replace").strip() or "no output"
+            raise SandboxError(
+                f"the script killing the sandbox's processes failed (exit {code}): {detail}"
+            )
+        self.forget(groups)
 
 
 class Job(Protocol):

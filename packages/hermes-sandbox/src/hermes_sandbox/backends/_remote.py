@@ -87,8 +87,9 @@ __hs_kill() {
 #: the command's shell has exited, the runner waits for the end of output: up to 10 s
 #: when nothing of the command's process group is left (the reader only has to catch
 #: up), 0.2 s when a background job of the command may still hold the output; the
-#: reader is then left draining it (so the job is not killed by SIGPIPE) and the output
-#: so far is reported. Nothing but the runner holds
+#: reader is then left draining it (so the job is not killed by SIGPIPE), the byte
+#: counter is killed (it would wait forever for a FIFO the runner removes as it exits)
+#: and the output so far is reported. Nothing but the runner holds
 #: the runner's stdout (helpers redirect it before they open a FIFO, which blocks), so
 #: the provider's exec returns when the runner does.
 _RUNNER = (
@@ -133,6 +134,7 @@ kill -KILL -- "-$w"
 to=0; [ -e "$p.timeout" ] && to=1
 cat "$p.head"
 if kill -0 "$r"; then
+  kill -KILL "$n"
   printf '\n%s 0 %s %s\n' "$tok" "$rc" "$to"
   exit 0
 fi
@@ -154,6 +156,32 @@ _KILLER = (
 c=$(cat "$1.pid" 2>/dev/null)
 __hs_kill "$c" "$2"
 exit 0
+"""
+)
+
+#: Kills every process the sandbox's commands left (``stop_processes``; arguments: the
+#: directory of the run files, the sandbox's token prefix): the process group and tree of
+#: every command still running (its run's ``.pid`` file), and every process whose marker
+#: starts with the prefix, pass after pass until none is left (exit 1 if they kept coming).
+_STOPPER = (
+    _FUNCS
+    + r"""
+exec </dev/null
+for f in "$1"/run-*.pid; do
+  [ -e "$f" ] || continue
+  read -r c <"$f" 2>/dev/null && [ -n "$c" ] && __hs_kill "$c" ""
+done
+n=0
+while [ "$n" -lt 50 ]; do
+  v=
+  for f in $(grep -lzE "^HERMES_SANDBOX_MARKER=$2[0-9a-f]+__\$" /proc/[0-9]*/environ); do
+    f=${f#/proc/}; v="$v ${f%%/*}"
+  done
+  [ -n "$v" ] || exit 0
+  kill -STOP $v; kill -KILL $v
+  n=$((n + 1))
+done 2>/dev/null
+exit 1
 """
 )
 
@@ -201,6 +229,8 @@ class RemoteShellSandbox(Sandbox):
 
     def __init__(self, options: SandboxOptions, *, task_id: str | None = None) -> None:
         super().__init__(options, task_id=task_id)
+        # Every run's token (its marker) starts with this: ``stop_processes`` finds them.
+        self._token_prefix = f"__hermes_end_{uuid.uuid4().hex[:16]}_"
         if options.pids_limit is not None:
             raise ValueError(
                 f"{self.label} backend cannot limit the number of processes "
@@ -299,7 +329,7 @@ class RemoteShellSandbox(Sandbox):
         head = max(limit // 2, 1)
         tail = max(limit - head, 1)
         prefix = f"{self._state_dir}/run-{uuid.uuid4().hex[:12]}"
-        token = f"__hermes_end_{uuid.uuid4().hex}__"
+        token = f"{self._token_prefix}{uuid.uuid4().hex}__"
         argv = ["bash", "-c", _RUNNER, "hermes-run", script, f"{timeout:.3f}"]
         argv += [str(head), str(tail), prefix, token]
         deadline = timeout + self.answer_grace
@@ -316,6 +346,17 @@ class RemoteShellSandbox(Sandbox):
             await self._kill_run(prefix, token)
             raise
         return self._parse(raw, code, token, limit)
+
+    async def _stop_processes(self) -> None:
+        argv = ["bash", "-c", _STOPPER, "hermes-stop", self._state_dir, self._token_prefix]
+        async with asyncio.timeout(self.control_timeout):
+            code, raw = await self._exec_argv(argv, timeout=self.control_timeout, cap=4096)
+        if code != 0:
+            shown = raw[-500:].decode("utf-8", errors="replace").strip()
+            raise SandboxError(
+                f"{self.label}: could not stop the processes of sandbox {self.remote_id} "
+                f"(exit {code}: {shown or 'no output'}); close it instead"
+            )
 
     async def _kill_run(self, prefix: str, token: str) -> None:
         """Kill the command of a run whose caller went away (best effort, never raises)."""

@@ -343,6 +343,12 @@ class SingularitySandbox(Sandbox):
             kill=kill,
         )
 
+    async def _stop_processes(self) -> None:
+        async def run(script: str) -> tuple[int, bytes, bytes]:
+            return await self._exec_bash(script, timeout=HOUSEKEEPING_TIMEOUT)
+
+        await self._jobs.stop(run)
+
     async def _exec_bash(
         self, script: str, *args: str, stdin: bytes | None = None, timeout: float
     ) -> tuple[int, bytes, bytes]:

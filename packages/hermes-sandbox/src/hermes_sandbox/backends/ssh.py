@@ -382,6 +382,12 @@ class SSHSandbox(Sandbox):
         except (asyncssh.Error, OSError) as exc:
             raise self._lost(exc) from exc
 
+    async def _stop_processes(self) -> None:
+        async def run(script: str) -> tuple[int, bytes, bytes]:
+            return await self._pipe(script, timeout=HOUSEKEEPING_TIMEOUT)
+
+        await self._jobs.stop(run)
+
     def _live_connection(self) -> SSHClientConnection:
         conn = self._conn
         if conn is None or conn.is_closed():

@@ -12,7 +12,12 @@ from hermes_sandbox.backends.docker._archive import read_single_file, single_fil
 from hermes_sandbox.backends.docker._daemon import DockerDaemon, resolve_docker_host
 from hermes_sandbox.backends.docker._labels import LABEL, LABEL_RUN, LABEL_TASK, RUN_ID
 from hermes_sandbox.backends.docker._launch import LIFETIME_GRACE, start_container
-from hermes_sandbox.backends.docker._scripts import EXEC_WRAPPER, KILL_SCRIPT, SessionId
+from hermes_sandbox.backends.docker._scripts import (
+    EXEC_WRAPPER,
+    KILL_SCRIPT,
+    STOP_SCRIPT,
+    SessionId,
+)
 from hermes_sandbox.backends.docker._spec import ContainerSpec
 from hermes_sandbox.backends.docker.pool import DockerWarmPool
 from hermes_sandbox.base import Sandbox
@@ -21,7 +26,7 @@ from hermes_sandbox.options import SandboxOptions
 from hermes_sandbox.output import OutputCollector
 from hermes_sandbox.result import ExecResult
 
-__all__ = ["KILL_DRAIN", "KILL_TIMEOUT", "DockerSandbox"]
+__all__ = ["KILL_DRAIN", "KILL_TIMEOUT", "STOP_ATTEMPTS", "DockerSandbox"]
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +34,10 @@ log = logging.getLogger(__name__)
 KILL_DRAIN: Final = 3.0
 #: Seconds a kill exec may take before the keeper is asked to kill everything instead.
 KILL_TIMEOUT: Final = 10.0
+
+#: Stop execs tried (with the keeper's kill-all between them) before ``stop_processes``
+#: gives up.
+STOP_ATTEMPTS: Final = 3
 
 _DIR_BIT: Final = 1 << 31  # Go's os.ModeDir, as in the daemon's path stat
 _SYMLINK_BIT: Final = 1 << 27  # Go's os.ModeSymlink
@@ -191,6 +200,33 @@ class DockerSandbox(Sandbox):
                 log.info("docker: kill exec failed (%s); killing every process", exc)
         with contextlib.suppress(SandboxError):
             await daemon.signal(container, "SIGUSR1")
+
+    async def _stop_processes(self) -> None:
+        # An exec of its own (outside the session) kills all but init, the keeper and
+        # itself. If none can start (the process limit is full) or processes keep
+        # coming, the keeper kills everything but itself and init, and it is tried again.
+        daemon, container = self._require()
+        problem = ""
+        for _ in range(STOP_ATTEMPTS):
+            try:
+                async with asyncio.timeout(KILL_TIMEOUT):
+                    code, output = await daemon.exec_run(
+                        container, ["bash", "-c", STOP_SCRIPT, "hermes-stop"]
+                    )
+                if code == 0:
+                    return
+                problem = f"exit {code}: {output.decode(errors='replace').strip()}"
+            except (SandboxError, TimeoutError) as exc:
+                if isinstance(exc, SandboxClosedError):
+                    raise
+                problem = str(exc) or type(exc).__name__
+            log.info("docker: stop exec failed (%s); the keeper kills every process", problem)
+            await daemon.signal(container, "SIGUSR1")
+            await asyncio.sleep(0.05)
+        raise SandboxError(
+            f"docker: could not stop the processes of sandbox {self.task_id} "
+            f"({STOP_ATTEMPTS} attempts; last: {problem}); close it instead"
+        )
 
     # files --------------------------------------------------------------------------
     async def _stat(self, path: str) -> dict[str, Any] | None:

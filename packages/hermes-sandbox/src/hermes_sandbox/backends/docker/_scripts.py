@@ -5,6 +5,7 @@ command wrapper reports.
 - ``EXEC_WRAPPER``: runs each command in a session of its own and reports the session id
   on stderr (read by ``SessionId``).
 - ``KILL_SCRIPT``: kills a command's session and every descendant.
+- ``STOP_SCRIPT``: kills every process of the container but init, the keeper and itself.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Final
 
-__all__ = ["EXEC_WRAPPER", "KEEPER", "KILL_SCRIPT", "SessionId"]
+__all__ = ["EXEC_WRAPPER", "KEEPER", "KILL_SCRIPT", "STOP_SCRIPT", "SessionId"]
 
 # The keeper, init's only child. $1: seconds until it exits (the container then stops and
 # the daemon removes it); $2: seconds to set on SIGUSR2 (a warm-pool container re-armed by
@@ -66,6 +67,38 @@ for pass in 1 2 3; do
   kill -9 -- "-$s" "${!doomed[@]}" 2>/dev/null
 done
 exit 0
+"""
+
+# Kills every process of the container but init (pid 1), the keeper and itself: frozen,
+# then SIGKILLed, pass after pass until a pass finds none left (zombies aside; init reaps
+# them); exit 1 if they kept coming. The keeper is init's earliest child (it started with
+# the container, before any command could), so a process that calls itself
+# "hermes-keeper" is not spared. Builtins only, as ``KILL_SCRIPT``.
+STOP_SCRIPT: Final = r"""
+me=$$ keep= first=
+for p in /proc/[0-9]*; do
+  read -r l < "$p/stat" 2>/dev/null || continue
+  set -- ${l##*") "}
+  [ "$2" = 1 ] || continue
+  if [ -z "$keep" ] || [ "${20}" -lt "$first" ]; then keep=${p#/proc/} first=${20}; fi
+done
+n=0
+while [ "$n" -lt 50 ]; do
+  doomed=()
+  for p in /proc/[0-9]*; do
+    q=${p#/proc/}
+    case $q in 1|"$me"|"$keep") continue ;; esac
+    read -r l < "$p/stat" 2>/dev/null || continue
+    set -- ${l##*") "}
+    case $1 in Z|X) continue ;; esac
+    doomed+=("$q")
+  done
+  [ "${#doomed[@]}" -gt 0 ] || exit 0
+  kill -STOP "${doomed[@]}" 2>/dev/null
+  kill -9 "${doomed[@]}" 2>/dev/null
+  n=$((n + 1))
+done
+exit 1
 """
 
 

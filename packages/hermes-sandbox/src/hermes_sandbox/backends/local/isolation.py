@@ -69,6 +69,7 @@ class Namespace:
         self.dead = False
         self._commands: dict[int, Command] = {}
         self._opens: dict[int, asyncio.Future[int]] = {}
+        self._stops: dict[int, asyncio.Future[None]] = {}
         self._ready: asyncio.Future[None] = loop.create_future()
         self._ids = 0
         self._decoder = Decoder(json.loads)
@@ -233,6 +234,26 @@ class Namespace:
         message = {"op": "kill", "id": ident, "mark": mark or f"\0none-{ident}"}
         self.loop.create_task(self._send_quietly(message))
 
+    async def stop_all(self) -> None:
+        """Kill every process in the sandbox but its pid 1 and the helper, and wait until
+        the helper found none left.
+
+        Raises:
+            SandboxClosedError: if the sandbox died.
+            SandboxError: if the helper could not kill them all.
+        """
+        self._check_alive()
+        self._bind()
+        self._ids += 1
+        ident = self._ids
+        answer: asyncio.Future[None] = self.loop.create_future()
+        self._stops[ident] = answer
+        try:
+            await self._send({"op": "stop", "id": ident})
+            await answer
+        finally:
+            self._stops.pop(ident, None)
+
     async def _send_quietly(self, message: dict[str, object]) -> None:
         with contextlib.suppress(OSError, SandboxClosedError):
             await self._send(message)
@@ -355,6 +376,9 @@ class Namespace:
         for answer in self._opens.values():
             if not answer.done():
                 answer.set_exception(SandboxClosedError("the isolated sandbox is gone"))
+        for stopped in self._stops.values():
+            if not stopped.done():
+                stopped.set_exception(SandboxClosedError("the isolated sandbox is gone"))
         if not self._ready.done():
             self._ready.set_exception(SandboxStartError("the isolated sandbox ended at start"))
             self._ready.exception()  # retrieved: start() reports it its own way
@@ -413,6 +437,16 @@ class Namespace:
                 if "error" in message and command.collector is not None:
                     command.collector.feed(f"sandbox: {message['error']}\n".encode())
                 command.set_exit(code)
+            return
+        stopped = self._stops.get(ident)
+        if "stopped" in message:
+            if stopped is not None and not stopped.done():
+                if message["stopped"] == 1:
+                    stopped.set_result(None)
+                else:
+                    stopped.set_exception(
+                        SandboxError(f"the isolated sandbox: {message.get('error', 'stop failed')}")
+                    )
             return
         answer = self._opens.get(ident)
         if answer is None or answer.done():

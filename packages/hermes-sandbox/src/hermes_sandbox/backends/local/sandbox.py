@@ -45,15 +45,12 @@ from hermes_sandbox.errors import SandboxClosedError, SandboxError, SandboxStart
 from hermes_sandbox.options import SandboxOptions
 from hermes_sandbox.output import OutputCollector
 from hermes_sandbox.result import ExecResult
-from hermes_sandbox.shell import wrap_command
+from hermes_sandbox.shell import DEFAULT_PATH, wrap_command
 from hermes_sandbox.teardown import finish, in_thread
 
 __all__ = ["DEFAULT_PATH", "ISOLATION_MODES", "Isolation", "LocalSandbox"]
 
 _log = logging.getLogger("hermes_sandbox.backends.local")
-
-#: ``PATH`` commands see unless ``options.env`` sets one.
-DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 Isolation = Literal["none", "bwrap", "auto"]
 #: Values of the ``isolation`` option.
@@ -290,7 +287,9 @@ class LocalSandbox(Sandbox):
         self._live.clear()
 
     # commands -----------------------------------------------------------------------
-    def _wrap(self, command: str) -> str:
+    def _wrap(self, command: str, *, session: bool = True) -> str:
+        if not session:
+            return super()._wrap(command, session=False)
         # The marker is set afresh for every command: keep it out of the saved state.
         return wrap_command(
             command,
@@ -345,6 +344,30 @@ class LocalSandbox(Sandbox):
         code = command.returncode
         exit_code = 124 if timed_out or code is None else exit_status(code)
         return ExecResult(collector.text(), exit_code, timed_out, collector.truncated)
+
+    async def _stop_processes(self) -> None:
+        # Isolated: the helper kills everything in the namespace but itself and pid 1.
+        # Plain: the process groups of running commands, every process carrying one of
+        # the sandbox's markers (daemons that left the group), and the cgroup if any
+        # (commands join it first thing, so it holds nothing else).
+        if self._namespace is not None:
+            try:
+                await self._namespace.stop_all()
+            except SandboxClosedError:
+                await self._died()
+                raise
+            return
+        for command in list(self._live.values()):
+            command.kill_group()
+        cgroup = self._cgroup
+        if cgroup is not None:
+            cgroup.kill()
+        if self._runs:
+            await in_thread(
+                lambda: sweep(needle(f"{self._mark}.")), name=f"hermes-local-stop-{self.task_id}"
+            )
+        if cgroup is not None:
+            cgroup.kill()
 
     async def _died(self) -> None:
         """The namespace ended by itself: close the sandbox (a pool then makes a new one)."""

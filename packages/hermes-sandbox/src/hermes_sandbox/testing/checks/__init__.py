@@ -5,7 +5,8 @@ A check is an ``async def name(bench: Bench) -> None`` that raises
 backend misbehaves and ``CheckSkipped`` (through ``bench.needs``) when it does not
 apply. The modules group them: ``commands`` (running commands), ``session`` (the shell
 session), ``files`` (files and transfers), ``lifecycle`` (isolation, closing, pools,
-options) and ``capabilities`` (the optional ones of ``CAPABILITIES``).
+options), ``verification`` (``stop_processes`` and commands outside the session) and
+``capabilities`` (the optional ones of ``CAPABILITIES``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from hermes_sandbox.testing.bench import Bench
-from hermes_sandbox.testing.checks import capabilities, commands, files, lifecycle, session
+from hermes_sandbox.testing.checks import (
+    capabilities,
+    commands,
+    files,
+    lifecycle,
+    session,
+    verification,
+)
 
 __all__ = ["CHECKS", "Check"]
 
@@ -35,7 +43,7 @@ class Check:
 
 def _collect() -> dict[str, Check]:
     found: dict[str, Check] = {}
-    for module in (commands, session, files, lifecycle, capabilities):
+    for module in (commands, session, files, lifecycle, verification, capabilities):
         for run in module.CHECKS:
             found[run.__name__] = Check(run.__name__, run)
     return found

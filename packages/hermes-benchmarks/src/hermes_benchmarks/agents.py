@@ -1,0 +1,179 @@
+"""Pluggable agents: what works in a trial's sandbox before the verifier runs.
+
+An agent is any object with a ``name`` and ``async run(task, sandbox, *, timeout)``. The
+trial runner times it (``timeout`` is the agent's budget in seconds, already scaled by the
+run's multiplier), cancels it at that budget, kills every process it left in the
+sandbox and verifies what it did: an agent cannot opt out of any of that.
+
+- :class:`HermesAgent`: the hermes agent loop on an OpenAI-compatible endpoint, with the
+  ``terminal`` and ``file`` tools bound to the trial's sandbox (the default).
+- :class:`~hermes_benchmarks.oracle.OracleAgent`: the task's reference solution played
+  through the same loop by a scripted model server.
+- a user's class, named ``module:Class`` (harbor's custom-agent convention), loaded with
+  :func:`load_agent`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from typing import Any, Protocol, runtime_checkable
+
+from hermes_benchmarks.errors import AgentLoadError, TrialInfraError
+from hermes_benchmarks.task import Task
+from hermes_loop import AgentLoop, OpenAIChatServer, Tool
+from hermes_sandbox import Sandbox, SandboxClosedError, sandbox_tools
+
+__all__ = ["AGENT_TOOLSETS", "Agent", "HermesAgent", "SingleSandbox", "load_agent"]
+
+#: The toolsets the hermes agent gets in a benchmark sandbox.
+AGENT_TOOLSETS: tuple[str, ...] = ("terminal", "file")
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """What the trial runner drives.
+
+    ``run`` works on ``task`` (its ``instruction``) inside ``sandbox``, and returns when
+    the agent is done. It may raise :class:`TrialInfraError` (kind ``model_endpoint``)
+    when infrastructure outside the sandbox failed; any other exception is recorded as
+    an ``agent_crash``. It is cancelled at ``timeout`` seconds.
+    """
+
+    name: str
+
+    async def run(self, task: Task, sandbox: Sandbox, *, timeout: float) -> None:
+        """Work on ``task`` in ``sandbox``."""
+        ...
+
+
+class SingleSandbox:
+    """A ``SandboxSource`` holding one sandbox: every task id reaches it."""
+
+    def __init__(self, sandbox: Sandbox) -> None:
+        self.sandbox = sandbox
+
+    async def get(self, task_id: str) -> Sandbox:
+        """The trial's sandbox, whatever ``task_id`` asks for."""
+        return self.sandbox
+
+
+class HermesAgent:
+    """The hermes agent loop on an OpenAI-compatible endpoint.
+
+    Args:
+        base_url: the endpoint (``.../v1``).
+        model: the model name sent with each request.
+        api_key_env: the environment variable holding the key (never logged).
+        max_turns: the loop's turn budget.
+        temperature: sampling temperature.
+        max_tokens: per-response token cap, or None.
+        system_prompt: prepended to each rollout, or None.
+        extra_body: extra request fields.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key_env: str = "OPENAI_API_KEY",
+        max_turns: int = 50,
+        temperature: float = 1.0,
+        max_tokens: int | None = None,
+        system_prompt: str | None = None,
+        extra_body: dict[str, Any] | None = None,
+        name: str = "hermes",
+    ) -> None:
+        self.name = name
+        self.base_url = base_url
+        self.model = model
+        self.api_key_env = api_key_env
+        self.max_turns = max_turns
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.system_prompt = system_prompt
+        self.extra_body = extra_body
+
+    def tools(self, sandbox: Sandbox) -> list[Tool]:
+        """The ``terminal`` and ``file`` tools bound to ``sandbox``."""
+        return [
+            Tool(tool.name, tool.description, tool.parameters, tool.handler)
+            for tool in sandbox_tools(SingleSandbox(sandbox), toolsets=AGENT_TOOLSETS)
+        ]
+
+    async def run(self, task: Task, sandbox: Sandbox, *, timeout: float) -> None:
+        """Run the loop on the task's instruction until the model stops or its turns end.
+
+        Raises:
+            TrialInfraError: kind ``model_endpoint`` when the endpoint failed after its
+                retries (or a tool's infrastructure failed): not the model's 0.
+        """
+        endpoint = OpenAIChatServer(
+            base_url=self.base_url, model=self.model, api_key_env=self.api_key_env
+        )
+        try:
+            async with AgentLoop(
+                endpoint,
+                self.tools(sandbox),
+                max_turns=self.max_turns,
+                temperature=self.temperature,
+                max_tokens=self.max_tokens,
+                extra_body=self.extra_body,
+                tool_timeout=timeout,
+                system_prompt=self.system_prompt,
+                infra_exceptions=(SandboxClosedError,),
+            ) as loop:
+                result = await loop.run(
+                    [{"role": "user", "content": task.instruction}], task_id=sandbox.task_id
+                )
+        finally:
+            await endpoint.aclose()
+        if result.stop_reason == "infra_error" and result.infra_error is not None:
+            failure = result.infra_error
+            if failure.kind in ("tool_infra", "tool_not_started"):
+                raise TrialInfraError(
+                    "agent_crash",
+                    f"a tool's infrastructure failed ({failure.kind}): {failure.message}",
+                )
+            raise TrialInfraError(
+                "model_endpoint", f"the model endpoint failed ({failure.kind}): {failure.message}"
+            )
+
+
+def load_agent(spec: str, *, kwargs: dict[str, Any] | None = None) -> Agent:
+    """The agent ``module:Class`` built with ``kwargs``.
+
+    Raises:
+        AgentLoadError: ``spec`` is not ``module:Class``, the module cannot be imported,
+            it has no such attribute, it is not a class, building it failed, or the
+            object has no ``name`` and ``async run(task, sandbox, *, timeout)``.
+    """
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        raise AgentLoadError(
+            f"agent {spec!r} is not of the form module:Class (e.g. my_pkg:MyAgent)"
+        )
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise AgentLoadError(f"agent {spec!r}: cannot import {module_name}: {error}") from None
+    cls = module
+    for part in attribute.split("."):
+        try:
+            cls = getattr(cls, part)
+        except AttributeError:
+            raise AgentLoadError(f"agent {spec!r}: {module_name} has no {attribute}") from None
+    if not inspect.isclass(cls):
+        raise AgentLoadError(f"agent {spec!r} is not a class")
+    try:
+        agent = cls(**(kwargs or {}))
+    except Exception as error:  # a user's constructor: anything may go wrong
+        raise AgentLoadError(f"agent {spec!r} could not be built: {error}") from None
+    run = getattr(agent, "run", None)
+    if not isinstance(getattr(agent, "name", None), str) or not inspect.iscoroutinefunction(run):
+        raise AgentLoadError(
+            f"agent {spec!r} needs a str attribute name and an "
+            "`async def run(self, task, sandbox, *, timeout)` method"
+        )
+    return agent

@@ -1,0 +1,267 @@
+"""``hermes-bench {terminalbench2|tblite} {evaluate|check} --config FILE --env.X --openai.X``.
+
+``evaluate`` runs the configured agent (``env.agent``: ``hermes`` on the ``openai:``
+endpoint, ``oracle``, or ``module:Class``) over the suite's tasks; ``check`` runs the
+oracle over every task and reports each task whose oracle fails (exit status 1 then).
+Settings merge in that order: the suite's ``default.yaml``, ``--config FILE``, then
+``--env.NAME VALUE`` / ``--openai.NAME VALUE``. Every bad option answers in one line on
+stderr (exit status 2); a failure to start (no such tasks folder, results that need
+``--env.resume true``) in one line too (exit status 1). Ctrl-C and SIGTERM stop the run
+cleanly (exit status 130): every sandbox closed, the results written so far kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+from rich.console import Console
+
+from hermes_benchmarks.agents import Agent, HermesAgent, load_agent
+from hermes_benchmarks.config import BenchConfig, OpenAISection, Suite, leaderboard_problems
+from hermes_benchmarks.errors import HermesBenchmarksError
+from hermes_benchmarks.image_map import ImageMap
+from hermes_benchmarks.oracle import OracleAgent
+from hermes_benchmarks.report import ProgressPrinter, results_tables
+from hermes_benchmarks.run import SUMMARY_FILE, run_benchmark
+from hermes_benchmarks.suites import SUITES, default_yaml
+from hermes_benchmarks.summary import RunSummary
+from hermes_benchmarks.task import load_tasks
+from hermes_benchmarks.trial import TrialSettings
+from hermes_sandbox import stop_on_sigterm
+
+__all__ = ["COMMANDS", "USAGE", "main"]
+
+COMMANDS = ("evaluate", "check")
+USAGE = (
+    f"usage: hermes-bench {{{'|'.join(SUITES)}}} {{{'|'.join(COMMANDS)}}} "
+    "[--config FILE] [--env.NAME VALUE] [--openai.NAME VALUE]"
+)
+
+
+class _Refusal(Exception):
+    """A one-line answer and its exit status."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _flags(args: Sequence[str]) -> dict[str, str]:
+    """``--key value`` / ``--key=value`` pairs; a flag without a value means ``true``.
+
+    (Not ``hermes_envs.cli.parse_flags``: importing hermes_envs loads transformers, which
+    prints a banner that would break the one-line answers.)
+    """
+    flags: dict[str, str] = {}
+    rest = list(args)
+    while rest:
+        arg = rest.pop(0)
+        if not arg.startswith("--") or arg == "--":
+            raise _Refusal(f"unexpected argument {arg!r}: options look like --env.NAME VALUE", 2)
+        key, eq, value = arg[2:].partition("=")
+        if not eq:
+            value = rest.pop(0) if rest and not rest[0].startswith("--") else "true"
+        flags[key] = value
+    return flags
+
+
+def _one_line(error: ValidationError, section: str, model: type[BaseModel]) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"])
+    message = str(first["msg"]).removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden":
+        known = ", ".join(model.model_fields)
+        return f"unknown option --{section}.{where}; known {section} options: {known}"
+    value = first.get("input")
+    shown = f" (got {value!r})" if isinstance(value, str | int | float) else ""
+    return f"{section}.{where}: {message}{shown}"
+
+
+def _section(data: Any, name: str, origin: str) -> dict[str, Any]:
+    value = data.get(name) if isinstance(data, dict) else None
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise _Refusal(f"{origin}: {name}: must be a mapping", 2)
+    return value
+
+
+def _read_yaml(text: str, origin: str) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise _Refusal(f"{origin}: not valid YAML ({str(error).splitlines()[0]})", 2) from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise _Refusal(f"{origin}: the top level must be a mapping with env: / openai:", 2)
+    unknown = sorted(set(data) - {"env", "openai"})
+    if unknown:
+        raise _Refusal(f"{origin}: unknown section {unknown[0]!r}; use env: and openai:", 2)
+    return data
+
+
+def _build(model: type[BaseModel], values: dict[str, Any], section: str) -> Any:
+    try:
+        return model.model_validate(values)
+    except ValidationError as error:
+        raise _Refusal(_one_line(error, section, model), 2) from None
+    except ValueError as error:  # a list option that is neither JSON nor comma-separated
+        raise _Refusal(f"{section}: {error}", 2) from None
+
+
+def resolve(suite: Suite, args: Sequence[str]) -> tuple[BenchConfig, OpenAISection]:
+    """The suite's settings: ``default.yaml`` < ``--config`` < ``--env.X``/``--openai.X``.
+
+    Raises:
+        _Refusal: a bad option, file or value (one line).
+    """
+    flags = _flags(args)
+    layers = [_read_yaml(default_yaml(suite), f"{suite.name} default.yaml")]
+    if "config" in flags:
+        path = Path(flags.pop("config"))
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as error:
+            raise _Refusal(
+                f"--config {path}: cannot read it ({error.strerror or error})", 2
+            ) from None
+        layers.append(_read_yaml(text, f"--config {path}"))
+    env: dict[str, Any] = {}
+    openai: dict[str, Any] = {}
+    for index, layer in enumerate(layers):
+        origin = "default.yaml" if index == 0 else "--config"
+        env.update(_section(layer, "env", origin))
+        openai.update(_section(layer, "openai", origin))
+    for key, value in flags.items():
+        section, dot, name = key.partition(".")
+        if not dot or section not in ("env", "openai") or not name:
+            raise _Refusal(
+                f"unknown option --{key}; options are --config, --env.NAME, --openai.NAME", 2
+            )
+        target = env if section == "env" else openai
+        target[name] = None if value in ("None", "null") else value
+    return _build(BenchConfig, env, "env"), _build(OpenAISection, openai, "openai")
+
+
+def _agent(command: str, config: BenchConfig, openai: OpenAISection) -> Agent:
+    if command == "check" or config.agent == "oracle":
+        return OracleAgent()
+    if config.agent == "hermes":
+        return HermesAgent(
+            openai.base_url,
+            openai.model,
+            api_key_env=openai.api_key_env,
+            temperature=openai.temperature,
+            max_tokens=openai.max_tokens,
+            max_turns=config.max_turns,
+        )
+    return load_agent(config.agent)
+
+
+def _notes(suite: Suite, config: BenchConfig) -> list[str]:
+    if not config.leaderboard:
+        return []
+    problems = leaderboard_problems(config, suite)
+    if problems and not config.unofficial:
+        raise _Refusal(
+            f"leaderboard mode refuses these settings ({'; '.join(problems)}): fix them, or "
+            "pass --env.unofficial true to run anyway, marked unofficial",
+            2,
+        )
+    if problems:
+        return [f"unofficial leaderboard run: {'; '.join(problems)}"]
+    return ["leaderboard run: settings comparable with the leaderboard"]
+
+
+async def _evaluate(
+    suite: Suite, command: str, config: BenchConfig, openai: OpenAISection, console: Console
+) -> RunSummary:
+    if config.tasks_dir is None:
+        raise _Refusal(
+            f"env.tasks_dir is not set: download the task folders of {config.dataset_name} "
+            "and pass --env.tasks_dir DIR (reading datasets from Hugging Face is not built "
+            "yet)",
+            1,
+        )
+    tasks = await asyncio.to_thread(load_tasks, config.tasks_dir, config.task_filter or None)
+    settings = TrialSettings(
+        backend=config.terminal_backend,
+        image_map=ImageMap.parse(config.image_map),
+        timeout_multiplier=config.timeout_multiplier,
+        infra_retries=config.infra_retries,
+    )
+    agent = _agent(command, config, openai)
+    notes = _notes(suite, config)
+    return await run_benchmark(
+        tasks,
+        agent,
+        settings,
+        output_dir=config.output_dir,
+        n_trials=config.n_trials,
+        max_concurrent_tasks=config.max_concurrent_tasks,
+        resume=config.resume,
+        notes=notes,
+        on_progress=ProgressPrinter(console),
+    )
+
+
+def _report(console: Console, command: str, summary: RunSummary, output_dir: str) -> int:
+    for table in results_tables(summary):
+        console.print(table)
+    for note in summary.notes:
+        console.print(note, highlight=False)
+    console.print(f"summary: {Path(output_dir) / SUMMARY_FILE}", highlight=False)
+    if command != "check":
+        return 0
+    broken = [task for task in summary.tasks if task.passed < task.trials]
+    for task in broken:
+        kinds = ", ".join(f"{kind} x{n}" for kind, n in task.error_kinds.items())
+        console.print(
+            f"oracle fails on {task.task}: {task.passed}/{task.trials} passed"
+            + (f" ({kinds})" if kinds else ""),
+            highlight=False,
+        )
+    return 1 if broken else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``hermes-bench``; the exit status."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help", "help") or "--help" in args or "-h" in args:
+        print(USAGE, file=sys.stdout if args else sys.stderr)
+        return 0 if args else 2
+    console = Console(highlight=False, soft_wrap=True)
+    try:
+        suite = SUITES.get(args[0])
+        if suite is None:
+            raise _Refusal(f"unknown suite {args[0]!r}; choose {' or '.join(SUITES)}", 2)
+        if len(args) < 2 or args[1] not in COMMANDS:
+            got = repr(args[1]) if len(args) > 1 else "none"
+            raise _Refusal(f"unknown command {got}; choose {' or '.join(COMMANDS)}", 2)
+        command = args[1]
+        config, openai = resolve(suite, args[2:])
+        try:
+            with stop_on_sigterm():
+                summary = asyncio.run(_evaluate(suite, command, config, openai, console))
+        except KeyboardInterrupt:
+            print(
+                f"interrupted: every sandbox closed, results so far kept in "
+                f"{config.output_dir}; finish with the same command and --env.resume true",
+                file=sys.stderr,
+            )
+            return 130
+        return _report(console, command, summary, config.output_dir)
+    except _Refusal as refusal:
+        print(f"error: {refusal}", file=sys.stderr)
+        return refusal.status
+    except HermesBenchmarksError as error:
+        status = 2 if isinstance(error, ValueError) else 1
+        print(f"error: {error}", file=sys.stderr)
+        return status

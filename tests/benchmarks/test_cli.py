@@ -1,0 +1,166 @@
+"""`hermes-bench`: help and every bad option answer in one clear line, no traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hermes_benchmarks.cli import USAGE, resolve
+from hermes_benchmarks.config import leaderboard_problems
+from hermes_benchmarks.suites import SUITES, TBLITE, TERMINALBENCH2, default_yaml
+
+
+def bench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from hermes_benchmarks.cli import main; sys.exit(main())",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+    )
+
+
+def test_help_is_one_line_on_stdout() -> None:
+    done = bench("--help")
+    assert (done.returncode, done.stdout.strip(), done.stderr) == (0, USAGE, "")
+
+
+def test_no_arguments_is_the_usage_line_on_stderr() -> None:
+    done = bench()
+    assert (done.returncode, done.stderr.strip()) == (2, USAGE)
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["nosuite", "evaluate"], "unknown suite 'nosuite'; choose terminalbench2 or tblite"),
+        (["tblite"], "unknown command none; choose evaluate or check"),
+        (["tblite", "run"], "unknown command 'run'"),
+        (["tblite", "evaluate", "stray"], "unexpected argument 'stray'"),
+        (["tblite", "evaluate", "--bogus", "1"], "unknown option --bogus"),
+        (["tblite", "evaluate", "--env.nope", "1"], "unknown option --env.nope; known env"),
+        (["tblite", "evaluate", "--openai.nope", "1"], "unknown option --openai.nope"),
+        (["tblite", "evaluate", "--env.n_trials", "zero"], "env.n_trials: Input should be"),
+        (["tblite", "evaluate", "--env.n_trials", "0"], "env.n_trials: Input should be greater"),
+        (
+            ["tblite", "evaluate", "--env.task_filter", "[1"],
+            "env.task_filter: '[1' is not a JSON list",
+        ),
+        (["tblite", "evaluate", "--config", "/nonexistent.yaml"], "--config /nonexistent.yaml"),
+        (["tblite", "evaluate"], "env.tasks_dir is not set"),
+        (["tblite", "evaluate", "--env.tasks_dir", "/nonexistent"], "does not exist"),
+        (
+            [
+                "tblite",
+                "evaluate",
+                "--env.tasks_dir",
+                "tests/benchmarks/tasks",
+                "--env.image_map",
+                "justone",
+            ],
+            "FROM=TO",
+        ),
+        (
+            [
+                "tblite",
+                "evaluate",
+                "--env.tasks_dir",
+                "tests/benchmarks/tasks",
+                "--env.agent",
+                "no_such_module_here:Agent",
+            ],
+            "cannot import",
+        ),
+        (
+            [
+                "terminalbench2",
+                "evaluate",
+                "--env.tasks_dir",
+                "tests/benchmarks/tasks",
+                "--env.leaderboard",
+                "true",
+            ],
+            "leaderboard mode refuses these settings (n_trials is 1, under 5)",
+        ),
+    ],
+)
+def test_every_bad_option_answers_in_one_line(args: list[str], says: str) -> None:
+    done = bench(*args, cwd=Path(__file__).parents[2])
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode in (1, 2), done.stderr
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("error: "), lines[0]
+    assert says in lines[0], lines[0]
+    assert "Traceback" not in done.stderr
+    assert done.stdout == ""
+
+
+def test_a_bad_config_file_names_itself(tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    for text, says in [
+        ("env: [1, 2]\n", "env: must be a mapping"),
+        ("- a\n", "the top level must be a mapping"),
+        ("extra: {}\n", "unknown section 'extra'"),
+        ("env: {n_trials: 1\n", "not valid YAML"),
+    ]:
+        config.write_text(text)
+        done = bench("tblite", "check", "--config", str(config))
+        lines = done.stderr.strip().splitlines()
+        assert (done.returncode, len(lines)) == (2, 1), done.stderr
+        assert says in lines[0], done.stderr
+
+
+def test_settings_merge_default_then_config_then_flags(tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("env:\n  n_trials: 3\n  max_concurrent_tasks: 7\nopenai:\n  model: m1\n")
+    env, openai = resolve(
+        TBLITE,
+        [
+            "--config",
+            str(config),
+            "--env.n_trials=5",
+            "--env.task_filter",
+            "a,b*",
+            "--env.image_map",
+            '["x:1=y:2"]',
+            "--env.resume",
+        ],
+    )
+    assert (env.n_trials, env.max_concurrent_tasks, env.resume) == (5, 7, True)
+    assert env.task_filter == ["a", "b*"]
+    assert env.image_map == ["x:1=y:2"]
+    assert env.dataset_name == "NousResearch/openthoughts-tblite"
+    assert openai.model == "m1"
+
+
+def test_each_suite_ships_a_default_yaml_with_its_dataset() -> None:
+    assert set(SUITES) == {"terminalbench2", "tblite"}
+    assert TBLITE.tiers == ("easy", "medium", "hard", "extreme")
+    for suite in (TERMINALBENCH2, TBLITE):
+        env, _ = resolve(suite, [])
+        assert env.dataset_name == suite.dataset_name
+        assert "output_dir: runs/" + suite.name in default_yaml(suite)
+
+
+def test_leaderboard_problems_name_every_non_comparable_setting() -> None:
+    env, _ = resolve(TERMINALBENCH2, ["--env.n_trials", "5"])
+    assert leaderboard_problems(env, TERMINALBENCH2) == []
+    env, _ = resolve(
+        TERMINALBENCH2,
+        ["--env.timeout_multiplier", "2", "--env.task_filter", "a", "--env.agent", "oracle"],
+    )
+    assert leaderboard_problems(env, TERMINALBENCH2) == [
+        "n_trials is 1, under 5",
+        "timeout_multiplier is 2, not 1",
+        "task_filter leaves tasks out",
+        "the agent is the oracle",
+    ]
+    assert leaderboard_problems(env, TBLITE) == ["tblite has no leaderboard mode"]

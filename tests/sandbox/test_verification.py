@@ -1,0 +1,95 @@
+"""``stop_processes`` and ``exec(session=False)``: the edges the conformance suite does not
+cover (before start, the base hook, configured PATH, docker's keeper)."""
+
+from __future__ import annotations
+
+import pytest
+
+from hermes_sandbox import SandboxClosedError, SandboxError, create_sandbox
+from hermes_sandbox.backends.local import LocalSandbox
+from hermes_sandbox.base import Sandbox
+from hermes_sandbox.options import SandboxOptions
+from hermes_sandbox.shell import DEFAULT_PATH
+from hermes_sandbox.testing.probes import appeared, gone, host_processes, token
+
+
+class NoStopHook(LocalSandbox):
+    """A backend that does not say how to stop its processes (the base hook)."""
+
+    async def _stop_processes(self) -> None:
+        await Sandbox._stop_processes(self)
+
+
+async def test_stop_processes_before_start_is_a_no_op_and_after_close_raises() -> None:
+    sandbox = create_sandbox("local")
+    await sandbox.stop_processes()
+    assert not sandbox.started  # it did not start the sandbox to stop nothing
+    async with sandbox:
+        await sandbox.stop_processes()  # started, nothing ran
+    with pytest.raises(SandboxClosedError, match="is closed"):
+        await sandbox.stop_processes()
+
+
+async def test_a_backend_without_the_hook_raises_a_clear_error() -> None:
+    async with NoStopHook(SandboxOptions()) as sandbox:
+        with pytest.raises(SandboxError, match="does not implement _stop_processes"):
+            await sandbox.stop_processes()
+
+
+async def test_stop_processes_in_a_cgroup_kills_what_dropped_its_marker() -> None:
+    name = token()
+    try:
+        sandbox = await create_sandbox("local", pids_limit=64).start()
+    except SandboxError as exc:
+        pytest.skip(f"no cgroup here: {exc}")
+    async with sandbox:
+        await sandbox.exec(
+            f"setsid env -u HERMES_SANDBOX_MARKER bash -c '(exec -a {name} sleep 300)' "
+            "</dev/null >/dev/null 2>&1 &"
+        )
+        await appeared(name, 1)
+        await sandbox.stop_processes()
+        assert await gone(name) == []
+
+
+async def test_outside_the_session_the_configured_or_default_path_holds() -> None:
+    async with create_sandbox("local", env={"PATH": "/usr/bin:/bin"}) as sandbox:
+        await sandbox.exec("export PATH=/nowhere:$PATH")
+        result = await sandbox.exec('echo "$PATH"', session=False)
+        assert result.output == "/usr/bin:/bin\n"
+    async with create_sandbox("local") as sandbox:
+        await sandbox.exec("export PATH=/nowhere:$PATH")
+        result = await sandbox.exec('echo "$PATH"', session=False)
+        assert result.output == f"{DEFAULT_PATH}\n"
+
+
+async def test_outside_the_session_a_missing_workdir_is_made_again() -> None:
+    async with create_sandbox("local") as sandbox:
+        await sandbox.exec(f"rm -rf {sandbox.workdir}")
+        result = await sandbox.exec("pwd", session=False)
+        assert (result.output, result.exit_code) == (f"{sandbox.workdir}\n", 0)
+
+
+def _docker_image() -> str:
+    from tests.sandbox.providers.docker import docker_setup
+
+    setup = docker_setup()
+    if setup.reason or setup.image_problem:
+        pytest.skip(setup.reason or setup.image_problem or "")
+    return setup.image
+
+
+async def test_docker_stop_spares_the_keeper_not_a_process_named_like_it() -> None:
+    image = _docker_image()
+    name = token()
+    async with create_sandbox("docker", image=image) as sandbox:
+        # Orphans, so init's children, as the keeper is; one even calls itself so.
+        await sandbox.exec(
+            f"(exec -a hermes-keeper-{name} sleep 300 &); (exec -a {name} sleep 300 &)"
+        )
+        await appeared(name, 2)
+        await sandbox.stop_processes()
+        assert await gone(name) == []
+        assert (await sandbox.exec("echo alive")).output == "alive\n"  # keeper still there
+        await sandbox.stop_processes()
+        assert host_processes(name) == []
