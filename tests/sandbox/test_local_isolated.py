@@ -18,7 +18,7 @@ import pytest
 from hermes_sandbox import SandboxClosedError, SandboxStartError, create_sandbox
 from hermes_sandbox.backends.local import LocalSandbox, reap_orphans
 from hermes_sandbox.backends.local.isolation import Namespace
-from tests.sandbox.test_conformance import host_processes
+from hermes_sandbox.testing.probes import host_processes
 from tests.sandbox.test_exit import kill_9_child
 
 pytestmark = pytest.mark.skipif(

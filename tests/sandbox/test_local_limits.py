@@ -28,7 +28,7 @@ from hermes_sandbox.backends.local.cgroup import (
     PidsCgroup,
     find_pids_parent,
 )
-from tests.sandbox.test_conformance import host_processes
+from hermes_sandbox.testing.probes import host_processes
 
 try:
     find_pids_parent()
