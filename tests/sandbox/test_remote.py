@@ -96,6 +96,40 @@ async def test_cancelled_exec_kills_its_command(make: MakeSandbox, fake: FakeRem
         assert (await sb.exec("echo ok")).output == "ok\n"
 
 
+async def test_nothing_of_a_run_is_left_once_its_background_job_ends(
+    make: MakeSandbox, fake: FakeRemote
+) -> None:
+    # The job holds the output past the runner's grace; the runner reports and exits,
+    # the reader drains the job's output. Once the job ends, nothing of that run may be
+    # left (the runner's byte counter used to wait forever for a FIFO the runner removed).
+    async with make() as sb:
+        result = await sb.exec("(sleep 1.5; echo late) & echo started")
+        assert result.output == "started\n"
+        machine = fake.sandboxes[0].machine
+        await wait_for(lambda: not any("echo late" in c for c in machine.commands()), 10)
+
+
+async def test_stop_processes_kills_commands_and_jobs_of_this_sandbox_only(
+    make: MakeSandbox, fake: FakeRemote
+) -> None:
+    async with make() as sb, make() as other:
+        await other.exec("sleep 341 &")
+        running = asyncio.create_task(sb.exec("sleep 342 & sleep 343", timeout=600))
+        await wait_for(lambda: len(fake.sandboxes) == 2)
+        machines = [s.machine for s in fake.sandboxes]
+
+        def seen(text: str) -> bool:
+            return any(text in c for m in machines for c in m.commands())
+
+        await wait_for(lambda: seen("sleep 343") and seen("sleep 341"))
+        await sb.stop_processes()
+        result = await asyncio.wait_for(running, 30)
+        assert (result.exit_code, result.timed_out) == (137, False)
+        await wait_for(lambda: not seen("sleep 342") and not seen("sleep 343"))
+        assert seen("sleep 341")  # the other sandbox's job
+        assert (await sb.exec("echo ok")).output == "ok\n"
+
+
 async def test_host_secrets_stay_out(make: MakeSandbox, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HERMES_TEST_HOST_SECRET", "s3cr3t-value")
     async with make(env={"ASKED_FOR": "yes"}) as sb:

@@ -1,12 +1,19 @@
 """``stop_processes`` and ``exec(session=False)``: the edges the conformance suite does not
-cover (before start, the base hook, configured PATH, docker's keeper)."""
+cover (before start, the base hook, a cgroup, PATH, docker's keeper, the isolated
+helper outside a namespace)."""
 
 from __future__ import annotations
+
+import json
+import marshal
+import socket
+import subprocess
+import sys
 
 import pytest
 
 from hermes_sandbox import SandboxClosedError, SandboxError, create_sandbox
-from hermes_sandbox.backends.local import LocalSandbox
+from hermes_sandbox.backends.local import LocalSandbox, helper
 from hermes_sandbox.base import Sandbox
 from hermes_sandbox.options import SandboxOptions
 from hermes_sandbox.shell import DEFAULT_PATH
@@ -93,3 +100,30 @@ async def test_docker_stop_spares_the_keeper_not_a_process_named_like_it() -> No
         assert (await sandbox.exec("echo alive")).output == "alive\n"  # keeper still there
         await sandbox.stop_processes()
         assert host_processes(name) == []
+
+
+def test_the_isolated_helper_refuses_to_stop_outside_a_pid_namespace() -> None:
+    """Outside bubblewrap, ``kill(-1)`` would reach every process of this user: the
+    helper answers with an error instead (and this test process survives)."""
+    ours, theirs = socket.socketpair()
+    process = subprocess.Popen(
+        [sys.executable, "-I", "-S", helper.__file__, str(theirs.fileno())],
+        pass_fds=[theirs.fileno()],
+    )
+    theirs.close()
+    try:
+        ours.settimeout(30)
+        data, _ = helper.frame(marshal.dumps({"op": "stop", "id": 7}))
+        ours.sendall(data)
+        decoder = helper.Decoder(json.loads)
+        answers: list[dict[str, object]] = []
+        while not any(a.get("id") == 7 for a in answers):
+            chunk = ours.recv(65536)
+            assert chunk, "the helper closed the socket without answering"
+            answers += decoder.feed(chunk, [])
+        answer = next(a for a in answers if a.get("id") == 7)
+        assert answer["stopped"] == 0
+        assert "not in a pid namespace" in str(answer["error"])
+    finally:
+        ours.close()
+        process.wait(timeout=30)

@@ -180,6 +180,7 @@ while [ "$n" -lt 50 ]; do
   [ -n "$v" ] || exit 0
   kill -STOP $v; kill -KILL $v
   n=$((n + 1))
+  [ "$n" -lt 3 ] || sleep 0.05
 done 2>/dev/null
 exit 1
 """

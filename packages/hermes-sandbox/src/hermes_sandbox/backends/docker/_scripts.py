@@ -70,10 +70,12 @@ exit 0
 """
 
 # Kills every process of the container but init (pid 1), the keeper and itself: frozen,
-# then SIGKILLed, pass after pass until a pass finds none left (zombies aside; init reaps
-# them); exit 1 if they kept coming. The keeper is init's earliest child (it started with
-# the container, before any command could), so a process that calls itself
-# "hermes-keeper" is not spared. Builtins only, as ``KILL_SCRIPT``.
+# then SIGKILLed, pass after pass until a pass finds none left (zombies aside: init reaps
+# them), exit 1 if they kept coming. After a few passes it pauses between them (an
+# external sleep; a killed process is not a zombie at once on a loaded machine). The
+# keeper is init's earliest child (it started with the container, before any command
+# could), so a process that calls itself "hermes-keeper" is not spared. Otherwise
+# builtins only, as ``KILL_SCRIPT``.
 STOP_SCRIPT: Final = r"""
 me=$$ keep= first=
 for p in /proc/[0-9]*; do
@@ -97,6 +99,7 @@ while [ "$n" -lt 50 ]; do
   kill -STOP "${doomed[@]}" 2>/dev/null
   kill -9 "${doomed[@]}" 2>/dev/null
   n=$((n + 1))
+  [ "$n" -lt 3 ] || sleep 0.05 2>/dev/null
 done
 exit 1
 """
