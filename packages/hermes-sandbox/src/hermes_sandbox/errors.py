@@ -47,8 +47,9 @@ __all__ = [
 
 #: Why a ``ToolContext`` refused a call: it was cleaned up (``"cleaned_up"``); a
 #: blocking method was called from a tool the context itself runs (``"reentrant"``); a
-#: blocking call could not reach the event loop the sandbox belongs to (``"loop_blocked"``).
-ToolContextErrorKind = Literal["cleaned_up", "reentrant", "loop_blocked"]
+#: blocking call could not reach the event loop the sandbox belongs to (``"loop_blocked"``);
+#: the context's private event loop was already stopped (``"loop_stopped"``).
+ToolContextErrorKind = Literal["cleaned_up", "reentrant", "loop_blocked", "loop_stopped"]
 
 #: Why a web provider failed: it cannot search (``"no_search"``), its SDK is not
 #: installed (``"sdk_missing"``), it has no API key (``"no_api_key"``), or the service

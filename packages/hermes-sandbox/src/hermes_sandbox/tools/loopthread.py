@@ -14,6 +14,8 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar, cast
 
+from hermes_sandbox.errors import ToolContextError
+
 __all__ = ["LoopThread", "try_run_on_loop"]
 
 T = TypeVar("T")
@@ -79,7 +81,9 @@ class LoopThread:
     ) -> concurrent.futures.Future[T]:
         if self._stopped or self._loop.is_closed():
             coro.close()
-            raise RuntimeError(f"{self._thread.name}: the private event loop was stopped")
+            raise ToolContextError(
+                f"{self._thread.name}: the private event loop was stopped", kind="loop_stopped"
+            )
 
         async def guarded() -> T:
             try:
@@ -96,14 +100,16 @@ class LoopThread:
         is cancelled and given a moment to clean up before the interruption propagates.
 
         Raises:
-            RuntimeError: if called from the private loop's own thread (it would wait for
-                itself) or after ``stop()``.
+            ToolContextError: (a ``RuntimeError``) kind ``reentrant`` if called from the
+                private loop's own thread (it would wait for itself), kind
+                ``loop_stopped`` after ``stop()``.
         """
         if self.in_loop_thread():
             coro.close()
-            raise RuntimeError(
+            raise ToolContextError(
                 f"{self._thread.name}: a blocking call was made from the private event "
-                "loop's own thread; await the async twin instead"
+                "loop's own thread; await the async twin instead",
+                kind="reentrant",
             )
         done = threading.Event()
         future = self._schedule(coro, done)
@@ -121,7 +127,7 @@ class LoopThread:
         Cancelling the awaiting task cancels the coroutine on the private loop.
 
         Raises:
-            RuntimeError: after ``stop()``.
+            ToolContextError: (a ``RuntimeError``) kind ``loop_stopped`` after ``stop()``.
         """
         if self.in_loop_thread():
             return await coro
@@ -159,14 +165,17 @@ def try_run_on_loop(
     if the waiting thread is interrupted, the coroutine is cancelled.
 
     Raises:
-        RuntimeError: if called from ``loop``'s own thread.
+        ToolContextError: (a ``RuntimeError``) kind ``reentrant`` if called from
+            ``loop``'s own thread.
     """
     try:
         current: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
     except RuntimeError:
         current = None
     if current is loop:
-        raise RuntimeError("try_run_on_loop() was called from the loop's own thread")
+        raise ToolContextError(
+            "try_run_on_loop() was called from the loop's own thread", kind="reentrant"
+        )
     claim = threading.Lock()
     started = threading.Event()
     done = threading.Event()
