@@ -31,7 +31,7 @@ def test_the_readme_environment_processes_groups(tmp_path: Path) -> None:
     (tmp_path / "echo_env.py").write_text(_blocks("python")[0])
     command = shlex.split(_blocks("bash")[0].replace("\\\n", " "))
     assert command[:3] == ["python", "echo_env.py", "process"]
-    with ModelServerThread(Policy(_writer)) as model:
+    with ModelServerThread(Policy(_writer, name="m")) as model:
         args = [model.base_url if arg == "http://127.0.0.1:8000/v1" else arg for arg in command[2:]]
         args = [TOKENIZER if arg == "./my-tokenizer" else arg for arg in args]
         done = subprocess.run(

@@ -86,7 +86,7 @@ def test_a_trainer_pulls_the_groups_the_env_scored(tmp_path: Path) -> None:
         script = tmp_path / "terminal_test_env.py"
         script.write_text(RUNNER)
         groups_file = tmp_path / "served.jsonl"
-        with ModelServerThread(Policy(terminal_test_oracle)) as model:
+        with ModelServerThread(Policy(terminal_test_oracle, name="terminal-test")) as model:
             env_process = subprocess.Popen(
                 [
                     sys.executable,

@@ -18,6 +18,7 @@ __all__ = [
     "TokenizerLoadError",
     "chat_template_renderer",
     "template_messages",
+    "text_encoder",
 ]
 
 
@@ -78,3 +79,26 @@ def chat_template_renderer(tokenizer: Any) -> Callable[..., str] | None:
         )
 
     return render
+
+
+def text_encoder(tokenizer: Any) -> Callable[[str], list[int]]:
+    """``encode(text) -> ids`` adding no BOS/EOS, exactly as
+    ``tokenizer.encode(text, add_special_tokens=False)``.
+
+    A fast (Rust-backed) ``transformers`` tokenizer is called through its
+    ``backend_tokenizer``, which gives the same ids without the few milliseconds of
+    Python argument handling ``encode`` spends per call; any other tokenizer through
+    ``encode``.
+    """
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None and getattr(tokenizer, "is_fast", False):
+
+        def fast(text: str) -> list[int]:
+            return list(backend.encode(text, add_special_tokens=False).ids)
+
+        return fast
+
+    def slow(text: str) -> list[int]:
+        return list(tokenizer.encode(text, add_special_tokens=False))
+
+    return slow
