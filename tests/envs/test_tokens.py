@@ -138,3 +138,8 @@ def test_the_text_encoder_gives_the_tokenizers_own_ids() -> None:
     for piece in (text, "Done.<|im_end|>", " ünïcode\n\n  spaces ", ""):
         assert encode(piece) == hf.encode(piece, add_special_tokens=False)
     assert encode(text) == TransformersTokenizer(hf).encode(text)
+
+    long = text * 2
+    first = encode(long)
+    first.append(-1)  # a caller's list is its own
+    assert encode(long) == hf.encode(long, add_special_tokens=False)
