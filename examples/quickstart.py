@@ -1,116 +1,165 @@
 """The main job, end to end, on the embedded defaults: no model, no network, no keys.
 
-A scripted "oracle" model server (a real HTTP server on 127.0.0.1) plays the model.
-An ``AgentLoop`` runs a rollout against it twice, once per phase:
+``TerminalTestEnv`` (hermes-envs) runs its ``process`` command: each task asks the agent
+to write a file with known content; a scripted "oracle" model server (a real HTTP server
+on 127.0.0.1) plays a model that solves them; the agent's tool calls run in ``local``
+sandboxes (bubblewrap-isolated where that works); the reward reads each file back
+through the rollout's ``ToolContext``; the scored groups (tokens, masks, scores,
+messages) go to a JSONL file, which this script then summarises.
 
-- Phase 1: ``/v1/chat/completions``; the server returns structured tool calls.
-- Phase 2: ``/generate``; the server returns raw text with token ids and logprobs, the
-  loop parses the tool calls with ``hermes_parsers`` and records training tokens.
-
-The model's ``terminal`` calls run in a ``local`` sandbox; a reward function then checks
-the sandbox the rollout used, as a ``compute_reward`` would. Finally every tool-call format
-is rendered and parsed back. Run: ``./dev demo`` (or ``uv run python examples/quickstart.py``).
+Run: ``./dev demo`` (or ``uv run python examples/quickstart.py``); ``./dev demo --help``
+lists the options. Exit status 0 when every task scored 1.0 with no infrastructure
+failure, 1 otherwise, 130/143 when interrupted.
 """
 
 from __future__ import annotations
 
-import asyncio
-import io
+import argparse
 import json
 import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from hermes_loop import AgentLoop, AgentResult, GenerateChatServer, OpenAIChatServer, Tool
-from hermes_loop.server import Call, ModelRequest, ModelServer, Policy, Turn
-from hermes_loop.tokenizer import load_tokenizer
-from hermes_parsers.cli import main as parsers_cli
-from hermes_sandbox import SandboxPool, stop_on_sigterm
+from rich.console import Console
+from rich.table import Table
 
-TASK = "Write the word hello into greeting.txt in your working directory, then show it."
-TERMINAL_SCHEMA = {
-    "type": "object",
-    "properties": {"command": {"type": "string", "description": "a bash command"}},
-    "required": ["command"],
-}
+from hermes_envs import RunStats, TerminalTestEnv, terminal_test_oracle
+from hermes_envs.cli import CliError, resolve_config, run_command
+from hermes_envs.envs.terminal_test import TASKS
+from hermes_loop.server import ModelServerThread, Policy
 
 
-def oracle(request: ModelRequest) -> Turn:
-    """The reference solution, played as a model: act, then report what the tool said."""
-    results = [m for m in request.messages if m.get("role") == "tool"]
-    if not results:
-        return Turn(
-            "I'll create the file and print it.",
-            tool_calls=[
-                Call("terminal", {"command": "echo hello > greeting.txt && cat greeting.txt"})
-            ],
-            reasoning="The task needs one shell command.",
-        )
-    try:
-        output = json.loads(results[-1]["content"])["output"].strip()
-    except (KeyError, TypeError, ValueError):
-        output = str(results[-1].get("content", "")).strip()
-    return Turn(f"Done. The file says: {output}")
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    """The demo's options (``--help`` prints them and exits)."""
+    parser = argparse.ArgumentParser(
+        prog="./dev demo",
+        description=(
+            "Run TerminalTestEnv's `process` end to end against a scripted oracle model "
+            "server on 127.0.0.1, print a summary table and the path of the scored-groups "
+            "JSONL. Needs no model, network or API key."
+        ),
+    )
+    parser.add_argument(
+        "--groups",
+        type=int,
+        default=len(TASKS),
+        help=f"groups to score, one task each, round robin (default: {len(TASKS)}, every task)",
+    )
+    parser.add_argument("--group-size", type=int, default=2, help="rollouts per group (default: 2)")
+    parser.add_argument(
+        "--phase",
+        type=int,
+        choices=(1, 2),
+        default=1,
+        help="1: /v1/chat/completions, tokens from the chat template; 2: /generate, exact "
+        "token ids and logprobs from the server (default: 1)",
+    )
+    parser.add_argument(
+        "--backend",
+        default="local",
+        help="sandbox backend, e.g. local or docker (default: local)",
+    )
+    parser.add_argument(
+        "--isolation",
+        choices=("auto", "bwrap", "none"),
+        default="auto",
+        help="local backend only: bubblewrap namespaces (bwrap), plain commands (none), or "
+        "bwrap where it works (auto, the default)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="where to write the scored groups (default: a new temporary directory)",
+    )
+    return parser.parse_args(argv)
 
 
-def terminal_tool(pool: SandboxPool) -> Tool:
-    async def terminal(arguments: dict[str, Any], call: Any) -> str:
-        sandbox = await pool.get(call.task_id)
-        result = await sandbox.exec(arguments["command"])
-        return json.dumps({"output": result.output, "exit_code": result.exit_code})
-
-    return Tool("terminal", "Run a bash command in the task's sandbox.", TERMINAL_SCHEMA, terminal)
-
-
-async def reward(pool: SandboxPool, task_id: str) -> float:
-    """What a compute_reward does: look at the sandbox the rollout used."""
-    sandbox = await pool.get(task_id)
-    check = await sandbox.exec("cat greeting.txt")
-    return 1.0 if check.exit_code == 0 and check.output.strip() == "hello" else 0.0
-
-
-def show(title: str, result: AgentResult, score: float) -> None:
-    print(f"== {title}: {result.turns_used} turns, stop={result.stop_reason}, reward={score}")
-    for message in result.messages:
-        text = message.get("content")
-        calls = message.get("tool_calls") or []
-        line = text if isinstance(text, str) else ""
-        line += "".join(f" [{c['function']['name']}({c['function']['arguments']})]" for c in calls)
-        print(f"   {message['role']:>9}: {line.strip()}")
+def process_argv(args: argparse.Namespace, base_url: str, out: Path) -> list[str]:
+    """TerminalTestEnv's ``process`` options for ``args`` against the model server at
+    ``base_url``."""
+    argv = [
+        "--env.data_path_to_save_groups",
+        str(out),
+        "--env.total_steps",
+        str(args.groups),
+        "--env.group_size",
+        str(args.group_size),
+        "--env.terminal_backend",
+        args.backend,
+        "--openai.base_url",
+        base_url,
+        "--openai.server_type",
+        "openai" if args.phase == 1 else "vllm",
+    ]
+    if args.backend == "local":
+        argv += ["--env.sandbox_options", json.dumps({"isolation": args.isolation})]
+    return argv
 
 
-async def run() -> int:
-    failures = 0
-    async with ModelServer(Policy(oracle, name="oracle")) as server, SandboxPool("local") as pool:
-        tool = terminal_tool(pool)
-        phase1 = OpenAIChatServer(base_url=server.base_url, model="oracle", max_retries=2)
-        async with AgentLoop(phase1, [tool], max_turns=5) as loop:
-            result = await loop.run([{"role": "user", "content": TASK}], task_id="phase1")
-        score = await reward(pool, "phase1")
-        show("Phase 1 (chat completions)", result, score)
-        failures += score != 1.0 or not result.finished_naturally
+def summarise(path: Path, stats: RunStats) -> dict[str, Any]:
+    """Counts over the groups written to ``path`` (a missing file counts as none)."""
+    groups = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    scores = [score for group in groups for score in group["scores"]]
+    tokens = [len(t) for group in groups for t in group["tokens"]]
+    trained = [
+        sum(1 for mask in masks if mask != -100) for group in groups for masks in group["masks"]
+    ]
+    prompts = {group["messages"][0][0]["content"] for group in groups}
+    return {
+        "tasks": len(prompts),
+        "groups": len(groups),
+        "rollouts": len(scores),
+        "mean score": sum(scores) / len(scores) if scores else 0.0,
+        "infra failures": stats.infra_failures,
+        "tokens": sum(tokens),
+        "trained tokens": sum(trained),
+    }
 
-        tokenizer = load_tokenizer()
-        phase2 = GenerateChatServer(base_url=server.url, tokenizer=tokenizer, parser="hermes")
-        async with AgentLoop(phase2, [tool], max_turns=5) as loop:
-            result = await loop.run([{"role": "user", "content": TASK}], task_id="phase2")
-        score = await reward(pool, "phase2")
-        show("Phase 2 (/generate, parsed client-side)", result, score)
-        state = result.managed_state or {"nodes": []}
-        for node in state["nodes"]:
-            trained = sum(1 for m in node["masked_tokens"] if m != -100)
-            print(f"   training sequence: {len(node['tokens'])} tokens, {trained} trained on")
-        failures += score != 1.0 or not result.finished_naturally
-        await phase1.aclose()
-        await phase2.aclose()
 
-    buffer = io.StringIO()
-    status = parsers_cli(["demo"], stdin=io.StringIO(), out=buffer)
-    print("== Tool-call formats: " + buffer.getvalue().strip().splitlines()[-1])
-    failures += status != 0
-    print("ok" if not failures else f"{failures} check(s) failed")
-    return 1 if failures else 0
+def show(summary: dict[str, Any], path: Path) -> None:
+    """The summary table and the JSONL path."""
+    table = Table(title="TerminalTestEnv process (oracle model)")
+    for name in summary:
+        table.add_column(name, justify="right")
+    table.add_row(
+        *(f"{value:.3f}" if isinstance(value, float) else str(value) for value in summary.values())
+    )
+    Console(width=120).print(table)
+    print(f"scored groups: {path}")
+
+
+def main(argv: Sequence[str]) -> int:
+    """Run the demo; returns the exit status."""
+    args = parse_args(argv)
+    if args.groups < 1 or args.group_size < 1:
+        print("error: --groups and --group-size must be at least 1", file=sys.stderr)
+        return 2
+    out = args.out or Path(tempfile.mkdtemp(prefix="hermes-demo-")) / "terminal-test.jsonl"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with ModelServerThread(Policy(terminal_test_oracle, name="terminal-test")) as server:
+        base_url = server.base_url if args.phase == 1 else server.url
+        try:
+            resolved = resolve_config(TerminalTestEnv, "process", process_argv(args, base_url, out))
+        except CliError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        env = TerminalTestEnv(resolved.env, resolved.servers)
+        status = run_command(env, "process", out=sys.stdout)
+    summary = summarise(out, env.stats)
+    show(summary, out)
+    if status != 0:
+        return status
+    good = (
+        summary["groups"] == args.groups
+        and summary["mean score"] == 1.0
+        and summary["infra failures"] == 0
+    )
+    print("ok" if good else "check failed: expected every group scored 1.0, no infra failure")
+    return 0 if good else 1
 
 
 if __name__ == "__main__":
-    with stop_on_sigterm():  # SIGTERM (kill, timeout) cleans up exactly as Ctrl-C does
-        sys.exit(asyncio.run(run()))
+    sys.exit(main(sys.argv[1:]))

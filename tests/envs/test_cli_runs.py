@@ -327,3 +327,33 @@ def test_a_stop_signal_ends_cleanly_keeping_every_written_line(
     assert len(groups) == slow_after
     assert out.read_text().endswith("\n")
     assert list(TMP.glob(f"hermes-local-{child.pid}-*")) == []  # every sandbox closed
+
+
+def test_an_endpoint_that_refuses_every_request_stops_the_run(
+    tmp_path: Path, oracle_url: str
+) -> None:
+    out = tmp_path / "groups.jsonl"
+    done = _terminal_test(
+        tmp_path,
+        "process",
+        "--openai.base_url",
+        oracle_url,
+        "--openai.model_name",
+        "no-such-model",
+        "--env.data_path_to_save_groups",
+        str(out),
+        "--env.total_steps",
+        "50",
+        "--env.infra_retries",
+        "0",
+        "--env.max_dropped_items",
+        "2",
+    )
+    assert done.returncode == 1, done.stderr[-3000:]
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, done.stderr[-3000:]
+    assert "2 item(s) in a row failed every try" in errors[0]
+    assert "no-such-model" in errors[0]
+    assert "--openai.model_name" in errors[0]
+    assert "Traceback" not in done.stderr
+    assert not out.exists() or out.read_text() == ""

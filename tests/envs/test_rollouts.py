@@ -179,9 +179,14 @@ async def test_a_failing_model_endpoint_is_an_infra_failure() -> None:
 
 async def test_cancelling_a_group_closes_its_sandboxes() -> None:
     started = asyncio.Event()
+    waiting: list[ModelRequest] = []
 
     async def slow(request: ModelRequest) -> Turn:
-        started.set()
+        # Both rollouts are waiting for the model (their sandboxes started, isolated
+        # ones take a little longer) before the group is cancelled.
+        waiting.append(request)
+        if len(waiting) == 2:
+            started.set()
         await asyncio.sleep(30)
         return Turn("late")
 

@@ -124,3 +124,22 @@ def test_phase2_refuses_empty_or_ragged_state() -> None:
         managed_tokens({"nodes": []})
     with pytest.raises(ValueError, match="lengths differ"):
         managed_tokens({"nodes": [{"tokens": [1], "masked_tokens": [1, 2], "logprobs": [0.0]}]})
+
+
+def test_the_text_encoder_gives_the_tokenizers_own_ids() -> None:
+    from hermes_envs.tokenizer import text_encoder
+
+    hf = AutoTokenizer.from_pretrained(TOKENIZER)
+    assert hf.is_fast
+    render = chat_template_renderer(hf)
+    assert render is not None
+    text = render(CONVERSATION, tools=TOOLS, add_generation_prompt=False)
+    encode = text_encoder(hf)
+    for piece in (text, "Done.<|im_end|>", " ünïcode\n\n  spaces ", ""):
+        assert encode(piece) == hf.encode(piece, add_special_tokens=False)
+    assert encode(text) == TransformersTokenizer(hf).encode(text)
+
+    long = text * 2
+    first = encode(long)
+    first.append(-1)  # a caller's list is its own
+    assert encode(long) == hf.encode(long, add_special_tokens=False)

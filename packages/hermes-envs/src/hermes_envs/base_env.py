@@ -25,24 +25,25 @@ import hashlib
 import itertools
 import json
 import logging
+import time
 import uuid
 from abc import abstractmethod
 from collections import deque
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import jsonlines
-import openai
 from atroposlib.envs.base import BaseEnv, ScoredDataGroup
 from atroposlib.envs.server_handling.server_manager import APIServerConfig, ServerBaseline
 from atroposlib.frontend.jsonl2html import generate_html
 
 from hermes_envs.config import AGENT_TOOLSETS, HermesAgentEnvConfig
+from hermes_envs.errors import RunAbortedError
 from hermes_envs.rollout import RolloutOutcome, run_rollout
 from hermes_envs.scoring.tokens import TokenizedRollout, chat_template_tokens, managed_tokens
-from hermes_envs.tokenizer import TokenizerLoadError, chat_template_renderer
+from hermes_envs.tokenizer import TokenizerLoadError, chat_template_renderer, text_encoder
 from hermes_loop import (
     AgentLoop,
     AgentResult,
@@ -159,6 +160,15 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
 
     env_config_cls = HermesAgentEnvConfig
 
+    #: The local backend's ``isolation`` when ``sandbox_options`` does not set it.
+    #: ``"auto"`` (bubblewrap namespaces where they work, else plain commands with a
+    #: logged warning) needs a ``compute_reward`` that awaits the ``ToolContext``'s async
+    #: twins (``await ctx.aterminal(...)``): an isolated sandbox belongs to the event loop
+    #: it was made on, and a blocking ``ctx.terminal(...)`` inside an ``async def`` blocks
+    #: that loop. The base class keeps ``"none"`` so such code (the reference's example)
+    #: works; the ready-made environments, which await, use ``"auto"``.
+    local_isolation: ClassVar[str] = "none"
+
     config: HermesAgentEnvConfig
     jsonl_writer: Any
     n_groups_to_process: int
@@ -201,18 +211,24 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
             ) from exc
         self.server_configs = servers
         self.stats = RunStats()
+        self.last_failure: str | None = None
         self.reporter: ProgressReporter = _Silent()
         self._reopen_group_writer()
         self.loop_tokenizer = TransformersTokenizer(self.tokenizer)
         self.render = chat_template_renderer(self.tokenizer) or _chatml
+        self.encode = text_encoder(self.tokenizer)
         self.pool = SandboxPool(
             config.terminal_backend,
             terminal_timeout=config.terminal_timeout,
             terminal_lifetime=config.terminal_lifetime,
-            **(config.sandbox_options or {}),
+            **self.sandbox_options(),
         )
         self.executor = ThreadPoolExecutor(
             max_workers=config.tool_pool_size, thread_name_prefix="hermes-envs-tool"
+        )
+        # One thread: the tokenizer's settings are not made for concurrent callers.
+        self.token_executor = ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="hermes-envs-tokens"
         )
         self.tool_registry = self.build_tool_registry()
         # Unknown toolset or distribution names fail here, at start-up.
@@ -238,6 +254,14 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         """
 
     # -- overridable pieces ------------------------------------------------------------
+
+    def sandbox_options(self) -> dict[str, Any]:
+        """The backend options of every sandbox: ``sandbox_options`` from the config, and
+        on the ``local`` backend ``isolation=local_isolation`` unless the config sets it."""
+        options = dict(self.config.sandbox_options or {})
+        if self.config.terminal_backend == "local":
+            options.setdefault("isolation", self.local_isolation)
+        return options
 
     def build_tool_registry(self) -> ToolRegistry:
         """The tools rollouts may get, by toolset (override to add tools or distributions)."""
@@ -270,20 +294,17 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
     # -- rollouts ------------------------------------------------------------------------
 
     def _endpoint(self, server: APIServerConfig) -> ChatServer:
+        # The config's literal key (Atropos' ``api_key``) goes to the endpoint's client
+        # only: never logged, written out, or put in a sandbox's environment. Without one,
+        # the endpoint reads OPENAI_API_KEY.
         url = str(server.base_url)
-        client = None
-        if server.api_key:
-            root = url if server.server_type == "openai" else url.rstrip("/").removesuffix("/v1")
-            client = openai.AsyncOpenAI(
-                api_key=server.api_key, base_url=root, timeout=server.timeout, max_retries=3
-            )
         if server.server_type == "openai":
             return OpenAIChatServer(
                 base_url=url,
                 model=server.model_name,
+                api_key=server.api_key or None,
                 timeout=server.timeout,
                 extra_body=self.config.extra_body,
-                client=client,
             )
         return GenerateChatServer(
             base_url=url,
@@ -292,9 +313,9 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
             render=self.render,
             stop_text=self.loop_tokenizer.eos_token,
             model=server.model_name,
+            api_key=server.api_key or None,
             timeout=server.timeout,
             extra_body=self.config.extra_body,
-            client=client,
         )
 
     def agent_loop(self, tools: ToolSet) -> AgentLoop:
@@ -344,6 +365,7 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
                 failure = outcome.failure
                 assert failure is not None
                 self.stats.infra_failures += 1
+                self.last_failure = f"{failure.stage}: {failure.message}"
                 by_stage = self.stats.failures_by_stage
                 by_stage[failure.stage] = by_stage.get(failure.stage, 0) + 1
                 logger.warning(
@@ -371,14 +393,22 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         return chat_template_tokens(
             result.messages,
             render=self.render,
-            encode=self.loop_tokenizer.encode,
+            encode=self.encode,
             eos_token=self.loop_tokenizer.eos_token,
             tools=tools.schemas() or None,
         )
 
-    def build_group(self, item: Any, outcomes: Sequence[RolloutOutcome]) -> ScoredDataGroup:
-        """Atropos scored data of the good ``outcomes`` of one group."""
+    def build_group(
+        self,
+        item: Any,
+        outcomes: Sequence[RolloutOutcome],
+        tokenized: Sequence[TokenizedRollout] | None = None,
+    ) -> ScoredDataGroup:
+        """Atropos scored data of the good ``outcomes`` of one group (``tokenized``: their
+        tokens, when already made; else they are made here)."""
         tools = self.resolve_tools(item)
+        if tokenized is None:
+            tokenized = self._tokenize_all(outcomes, tools)
         group: dict[str, Any] = {
             "tokens": [],
             "masks": [],
@@ -387,10 +417,9 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
             "group_overrides": {},
         }
         logprobs: list[list[float]] = []
-        for outcome in outcomes:
+        for outcome, tokens in zip(outcomes, tokenized, strict=True):
             assert outcome.result is not None
             assert outcome.score is not None
-            tokens = self.tokenize_rollout(outcome.result, tools)
             if tokens.drift:
                 self.stats.token_drift += tokens.drift
                 logger.warning(
@@ -410,6 +439,15 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
             group["group_overrides"] = {"group_size": len(outcomes)}
         return group
 
+    def _tokenize_all(
+        self, outcomes: Sequence[RolloutOutcome], tools: ToolSet
+    ) -> list[TokenizedRollout]:
+        tokenized = []
+        for outcome in outcomes:
+            assert outcome.result is not None
+            tokenized.append(self.tokenize_rollout(outcome.result, tools))
+        return tokenized
+
     async def collect_trajectories(self, item: Any) -> tuple[ScoredDataGroup | None, list[Any]]:
         """One group of ``group_size`` rollouts of ``item``.
 
@@ -418,6 +456,14 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         goes back to the queue).
         """
         outcomes = await self.run_rollouts(item, self.config.group_size)
+        return await self.score_group(item, outcomes)
+
+    async def score_group(
+        self, item: Any, outcomes: Sequence[RolloutOutcome]
+    ) -> tuple[ScoredDataGroup | None, list[Any]]:
+        """The scored group of ``item``'s finished ``outcomes``, as ``collect_trajectories``
+        returns it. Tokens are made on the env's tokenizer thread, so the event loop keeps
+        running rollouts meanwhile."""
         good = [outcome for outcome in outcomes if outcome.ok]
         if len(good) < self.config.group_minimum:
             self.stats.groups_requeued += 1
@@ -429,7 +475,11 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
                 self.config.group_minimum,
             )
             return None, [item]
-        return self.build_group(item, good), []
+        tools = self.resolve_tools(item)
+        tokenized = await asyncio.get_running_loop().run_in_executor(
+            self.token_executor, self._tokenize_all, good, tools
+        )
+        return self.build_group(item, good, tokenized), []
 
     async def collect_trajectory(self, item: Any) -> tuple[Any, list[Any]]:
         """Not used: groups come from ``collect_trajectories``.
@@ -461,14 +511,20 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         """``process``: ``n_groups_to_process`` groups to the JSONL file, as they finish.
 
         Overrides Atropos' version: groups run concurrently (``max_num_workers_per_node``
-        at a time), wandb only starts when ``use_wandb`` is set, a group with too few
-        scored rollouts goes back to the queue (at most ``infra_retries + 1`` tries),
-        and everything is closed however the run ends.
+        at a time running rollouts, while finished ones are scored on the tokenizer
+        thread), wandb only starts when ``use_wandb`` is set, a group with too few scored
+        rollouts goes back to the queue (at most ``infra_retries + 1`` tries), the run
+        stops with ``RunAbortedError`` after ``max_dropped_items`` items in a row were
+        given up on, and everything is closed however the run ends.
 
         Raises:
             asyncio.CancelledError: when cancelled; groups already written stay intact.
         """
         try:
+            if int(getattr(self, "max_token_len", -1)) <= 0:
+                # No trainer registers a length in process mode: use the config's, so that
+                # Atropos does not warn on every group that lengths are ignored.
+                self.max_token_len = self.config.max_token_length
             await self.setup()
             self._start_wandb()
             target = int(getattr(self, "n_groups_to_process", None) or self.config.total_steps)
@@ -476,10 +532,14 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
             retry: deque[_Pending] = deque()
             running: dict[asyncio.Task[Any], _Pending] = {}
             exhausted = False
+            dropped_in_a_row = 0
+            # At most ``width`` groups run rollouts at once; up to as many more are being
+            # scored (tokens on the tokenizer thread) or waiting for a slot.
+            slots = asyncio.Semaphore(width)
             try:
                 while self.stats.groups_done < target:
                     while (
-                        len(running) < width
+                        len(running) < 2 * width
                         and self.stats.groups_done + len(running) < target
                         and (retry or not exhausted)
                     ):
@@ -491,9 +551,8 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
                                 break
                             pending = _Pending(item)
                         pending.attempts += 1
-                        running[asyncio.create_task(self.collect_trajectories(pending.item))] = (
-                            pending
-                        )
+                        task = asyncio.create_task(self._collect_in_slot(pending.item, slots))
+                        running[task] = pending
                     if not running:
                         break
                     done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
@@ -509,7 +568,19 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
                             retry.append(pending)
                         else:
                             self.stats.groups_dropped += 1
+                            dropped_in_a_row += 1
                             logger.error("giving up on an item after %d tries", pending.attempts)
+                            if dropped_in_a_row >= self.config.max_dropped_items:
+                                raise RunAbortedError(
+                                    f"{dropped_in_a_row} item(s) in a row failed every try "
+                                    "for infrastructure reasons; last failure: "
+                                    f"{self.last_failure or 'unknown'}; check the model "
+                                    "endpoint (--openai.base_url, --openai.model_name, "
+                                    "--openai.api_key) and the sandbox backend "
+                                    "(--env.max_dropped_items sets this limit)"
+                                )
+                        if group is not None:
+                            dropped_in_a_row = 0
                         self.reporter.update(self.stats)
             finally:
                 for task in running:
@@ -518,8 +589,15 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         finally:
             await self.close()
         path = self.config.data_path_to_save_groups
-        if path is not None and self.stats.groups_done:
+        if path is not None and self.stats.groups_done and self.config.write_viewer_html:
             generate_html(path)  # Atropos' viewer page, <same name>.html
+
+    async def _collect_in_slot(
+        self, item: Any, slots: asyncio.Semaphore
+    ) -> tuple[ScoredDataGroup | None, list[Any]]:
+        async with slots:
+            outcomes = await self.run_rollouts(item, self.config.group_size)
+        return await self.score_group(item, outcomes)
 
     async def env_manager(self) -> None:
         """``serve``: Atropos' loop, then every sandbox and thread closed."""
@@ -551,6 +629,27 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
 
         return list(await asyncio.gather(*(one(item) for item in items)))
 
+    async def evaluate_and_log(self, items: Sequence[Any], score_metric: str) -> None:
+        """Evaluate ``items`` (``evaluate_items``) and write, with Atropos'
+        ``evaluate_log``, the mean score as ``eval/{score_metric}`` (over scored items;
+        infrastructure failures counted apart) and one sample per item."""
+        start = time.time()
+        pairs = await self.evaluate_items(items)
+        scores = [outcome.score for _, outcome in pairs if outcome.score is not None]
+        metrics = {
+            f"eval/{score_metric}": sum(scores) / len(scores) if scores else 0.0,
+            "eval/scored": float(len(scores)),
+            "eval/infra_failures": float(sum(1 for _, outcome in pairs if not outcome.ok)),
+        }
+        samples = [json.loads(json.dumps(self.eval_sample(i, o), default=str)) for i, o in pairs]
+        await self.evaluate_log(
+            metrics,
+            samples=samples,
+            model_name=self.server_configs[0].model_name,
+            start_time=start,
+            end_time=time.time(),
+        )
+
     @staticmethod
     def eval_sample(item: Any, outcome: RolloutOutcome) -> dict[str, Any]:
         """A JSON-ready record of one evaluated item (for ``samples.jsonl``)."""
@@ -572,6 +671,14 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
 
         wandb.init(name=self.config.wandb_name, config=self.config.model_dump(mode="json"))
 
+    async def add_rollouts_for_wandb(
+        self, scored_data: ScoredDataGroup | list[ScoredDataGroup], item: Any = None
+    ) -> None:
+        """Keep rollouts for wandb's table only when wandb is on (Atropos decodes every
+        rollout's tokens here, which costs more than the rest of writing a group)."""
+        if self.config.use_wandb:
+            await super().add_rollouts_for_wandb(scored_data, item)
+
     async def wandb_log(self, wandb_metrics: dict[str, Any] | None = None) -> None:
         """Atropos' metrics plus this run's counters (infra failures, token drift)."""
         metrics = dict(wandb_metrics or {})
@@ -588,6 +695,7 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
             await self.pool.close_all()
         finally:
             self.executor.shutdown(wait=False, cancel_futures=True)
+            self.token_executor.shutdown(wait=False, cancel_futures=True)
             for endpoint in self.endpoints:
                 closer = getattr(endpoint, "aclose", None)
                 if closer is not None:

@@ -24,13 +24,22 @@ from atroposlib.envs.server_handling.server_manager import APIServerConfig, Serv
 from pydantic import BaseModel, ValidationError
 
 from hermes_envs.config import HermesAgentEnvConfig
+from hermes_envs.errors import HermesEnvsError
 from hermes_envs.progress import RichProgress
 from hermes_envs.tokenizer import TokenizerLoadError
 
 if TYPE_CHECKING:
     from hermes_envs.base_env import HermesAgentBaseEnv
 
-__all__ = ["COMMANDS", "CliError", "ResolvedConfig", "parse_flags", "resolve_config", "run_cli"]
+__all__ = [
+    "COMMANDS",
+    "CliError",
+    "ResolvedConfig",
+    "parse_flags",
+    "resolve_config",
+    "run_cli",
+    "run_command",
+]
 
 COMMANDS = ("serve", "process", "evaluate")
 _SERVER_MANAGER_FLAGS = ("slurm", "testing", "max_n_completions", "proxy_url")
@@ -288,11 +297,39 @@ def run_cli(
     except (TokenizerLoadError, ValueError, TypeError) as exc:
         print(f"error: {exc}", file=err)
         return 1
-    if command == "process":
-        return _process(env, out)
-    if command == "evaluate":
-        return _evaluate(env, out)
-    return _run(env.env_manager)
+    return run_command(env, command, out=out, err=err)
+
+
+def run_command(
+    env: HermesAgentBaseEnv,
+    command: str,
+    *,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
+    """Run ``command`` (serve, process or evaluate) on an environment already built;
+    returns the exit status (0; 1 when the run stopped with a ``HermesEnvsError``, e.g.
+    ``setup()`` could not load a dataset, said in one line on ``err``; 130/143 when
+    interrupted). ``env.stats`` holds the
+    run's counters afterwards.
+
+    Raises:
+        ValueError: for a command other than serve, process or evaluate.
+    """
+    out = out or sys.stdout
+    err = err or sys.stderr
+    runners = {
+        "process": lambda: _process(env, out),
+        "evaluate": lambda: _evaluate(env, out),
+        "serve": lambda: _run(env.env_manager),
+    }
+    if command not in runners:
+        raise ValueError(f"unknown command {command!r}; choose serve, process or evaluate")
+    try:
+        return runners[command]()
+    except HermesEnvsError as exc:
+        print(f"error: {exc}", file=err, flush=True)
+        return 1
 
 
 def _process(env: HermesAgentBaseEnv, out: TextIO) -> int:

@@ -11,13 +11,14 @@ import json
 from typing import Any
 
 from atroposlib.envs.base import BaseEnvConfig, EvalHandlingEnum
+from atroposlib.envs.server_handling.server_manager import APIServerConfig
 from pydantic import Field, field_validator, model_validator
 
 from hermes_parsers import get_parser, list_parsers
 from hermes_sandbox import default_backends
 from hermes_sandbox.tools import TOOLSETS
 
-__all__ = ["AGENT_TOOLSETS", "HermesAgentEnvConfig"]
+__all__ = ["AGENT_TOOLSETS", "HermesAgentEnvConfig", "local_endpoint"]
 
 #: Toolsets an environment can enable out of the box (``browser`` needs a browser the
 #: base environment does not start yet).
@@ -96,6 +97,16 @@ class HermesAgentEnvConfig(BaseEnvConfig):  # type: ignore[misc]  # atroposlib i
         "with fewer, the item goes back to the queue.",
     )
 
+    write_viewer_html: bool = Field(
+        default=True,
+        description="process writes Atropos' HTML viewer of the groups (<file>.html) at the end.",
+    )
+    max_dropped_items: int = Field(
+        default=3,
+        description="process stops with an error after this many items in a row were given "
+        "up on (every try lost to infrastructure failures).",
+    )
+
     @field_validator("enabled_toolsets", "disabled_toolsets", mode="before")
     @classmethod
     def _toolset_list(cls, value: Any) -> Any:
@@ -138,7 +149,13 @@ class HermesAgentEnvConfig(BaseEnvConfig):  # type: ignore[misc]  # atroposlib i
             ) from None
         return value
 
-    @field_validator("terminal_timeout", "terminal_lifetime", "max_agent_turns", "tool_pool_size")
+    @field_validator(
+        "terminal_timeout",
+        "terminal_lifetime",
+        "max_agent_turns",
+        "tool_pool_size",
+        "max_dropped_items",
+    )
     @classmethod
     def _positive(cls, value: int) -> int:
         if value <= 0:
@@ -173,3 +190,14 @@ class HermesAgentEnvConfig(BaseEnvConfig):  # type: ignore[misc]  # atroposlib i
     def group_minimum(self) -> int:
         """Fewest good rollouts a group is sent with."""
         return self.min_rollouts_per_group or self.group_size
+
+
+def local_endpoint(model_name: str) -> APIServerConfig:
+    """A chat-completions endpoint on ``127.0.0.1:8000`` serving ``model_name`` (the
+    ready-made environments' default; ``--openai.base_url`` points elsewhere)."""
+    return APIServerConfig(
+        base_url="http://127.0.0.1:8000/v1",
+        model_name=model_name,
+        server_type="openai",
+        health_check=False,
+    )

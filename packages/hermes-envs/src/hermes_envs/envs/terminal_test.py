@@ -11,9 +11,7 @@ Run: ``python -m hermes_envs.envs.terminal_test process --openai.base_url URL ..
 
 from __future__ import annotations
 
-import json
 import shlex
-import time
 from importlib import resources
 from pathlib import PurePosixPath
 from typing import Any
@@ -21,7 +19,7 @@ from typing import Any
 from atroposlib.envs.server_handling.server_manager import APIServerConfig
 
 from hermes_envs.base_env import HermesAgentBaseEnv
-from hermes_envs.config import HermesAgentEnvConfig
+from hermes_envs.config import HermesAgentEnvConfig, local_endpoint
 from hermes_loop import AgentResult
 from hermes_loop.server import Call, ModelRequest, Turn
 from hermes_loop.tokenizer import DEFAULT_TOKENIZER_DIR
@@ -77,6 +75,7 @@ class TerminalTestEnv(HermesAgentBaseEnv):
     """Inline tasks, a terminal, a reward read through the ``ToolContext``."""
 
     name = "terminal-test"
+    local_isolation = "auto"  # the reward awaits the ToolContext
 
     @classmethod
     def config_init(cls) -> tuple[HermesAgentEnvConfig, list[APIServerConfig]]:
@@ -92,13 +91,7 @@ class TerminalTestEnv(HermesAgentBaseEnv):
             max_token_length=8192,
             steps_per_eval=0,
         )
-        server = APIServerConfig(
-            base_url="http://127.0.0.1:8000/v1",
-            model_name="terminal-test",
-            server_type="openai",
-            health_check=False,
-        )
-        return env_config, [server]
+        return env_config, [local_endpoint("terminal-test")]
 
     async def setup(self) -> None:
         """Nothing to load: the tasks are inline."""
@@ -126,23 +119,7 @@ class TerminalTestEnv(HermesAgentBaseEnv):
 
     async def evaluate(self, *args: Any, **kwargs: Any) -> None:
         """Every task once: accuracy over scored tasks, infra failures apart."""
-        start = time.time()
-        pairs = await self.evaluate_items([dict(task) for task in TASKS])
-        scores = [outcome.score for _, outcome in pairs if outcome.score is not None]
-        failures = sum(1 for _, outcome in pairs if not outcome.ok)
-        metrics = {
-            "eval/accuracy": sum(scores) / len(scores) if scores else 0.0,
-            "eval/scored": float(len(scores)),
-            "eval/infra_failures": float(failures),
-        }
-        samples = [json.loads(json.dumps(self.eval_sample(i, o), default=str)) for i, o in pairs]
-        await self.evaluate_log(
-            metrics,
-            samples=samples,
-            model_name=self.server_configs[0].model_name,
-            start_time=start,
-            end_time=time.time(),
-        )
+        await self.evaluate_and_log([dict(task) for task in TASKS], "accuracy")
 
 
 if __name__ == "__main__":

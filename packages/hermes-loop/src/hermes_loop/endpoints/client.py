@@ -26,16 +26,23 @@ _MAX_BACKOFF = 8.0
 
 
 def make_client(
-    base_url: str, *, api_key_env: str, timeout: float, max_retries: int
+    base_url: str,
+    *,
+    api_key_env: str,
+    timeout: float,
+    max_retries: int,
+    api_key: str | None = None,
 ) -> openai.AsyncOpenAI:
-    """A client for ``base_url`` whose key is read once from the variable ``api_key_env``.
+    """A client for ``base_url`` with the key ``api_key`` when one is given (non-empty),
+    else the key read once from the variable ``api_key_env``.
 
-    An unset key sends a placeholder (local servers ignore it; the openai SDK refuses an
+    The key goes only into the client's ``Authorization`` header: it is never logged.
+    No key at all sends a placeholder (local servers ignore it; the openai SDK refuses an
     empty key). The client retries 429, 5xx, timeouts and dropped connections with backoff.
     """
     return openai.AsyncOpenAI(
         base_url=base_url,
-        api_key=os.environ.get(api_key_env) or "no-key-set",
+        api_key=api_key or os.environ.get(api_key_env) or "no-key-set",
         timeout=timeout,
         max_retries=max_retries,
     )

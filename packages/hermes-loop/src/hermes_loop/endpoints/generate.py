@@ -94,7 +94,8 @@ class GenerateChatServer(HTTPEndpoint):
             writes after an assistant message (``<|im_end|>`` for ChatML), else the
             tokenizer's EOS token. It and the EOS token are sent as stop strings, and a
             completion is read up to the first of them.
-        model, api_key_env, timeout, max_retries, extra_body: as ``OpenAIChatServer``.
+        model, api_key, api_key_env, timeout, max_retries, extra_body: as
+            ``OpenAIChatServer``.
 
     Raises:
         ChatTemplateUnavailableError: the tokenizer ships a chat template but ``jinja2``
@@ -112,6 +113,7 @@ class GenerateChatServer(HTTPEndpoint):
         render: Renderer | None = None,
         stop_text: str | None = None,
         model: str | None = None,
+        api_key: str | None = None,
         api_key_env: str = "OPENAI_API_KEY",
         timeout: float = 600.0,
         max_retries: int = 3,
@@ -120,7 +122,11 @@ class GenerateChatServer(HTTPEndpoint):
     ) -> None:
         root = base_url.rstrip("/").removesuffix("/v1")
         client = client or make_client(
-            root, api_key_env=api_key_env, timeout=timeout, max_retries=max_retries
+            root,
+            api_key=api_key,
+            api_key_env=api_key_env,
+            timeout=timeout,
+            max_retries=max_retries,
         )
         super().__init__(client, model, dict(extra_body or {}))
         self.tokenizer = tokenizer

@@ -23,9 +23,12 @@ class OpenAIChatServer(HTTPEndpoint):
     Args:
         base_url: e.g. ``"http://127.0.0.1:8000/v1"``.
         model: the model name sent with every request.
-        api_key_env: name of the environment variable holding the key; the key is read
-            once here and never logged. Unset: a placeholder key is sent (local servers
-            ignore it; remote ones answer 401, recorded as ``bad_request``).
+        api_key: the key itself (e.g. from a config file); it wins over ``api_key_env``
+            when non-empty, and is never logged.
+        api_key_env: name of the environment variable holding the key when ``api_key``
+            is not given; the key is read once here and never logged. Unset: a
+            placeholder key is sent (local servers ignore it; remote ones answer 401,
+            recorded as ``bad_request``).
         timeout: seconds per request; a hang past it counts as a failed attempt.
         max_retries: retries (with backoff, honouring ``Retry-After``) on 429, 5xx,
             timeouts and dropped connections, and on complete answers of the wrong
@@ -39,6 +42,7 @@ class OpenAIChatServer(HTTPEndpoint):
         *,
         base_url: str | None = None,
         model: str,
+        api_key: str | None = None,
         api_key_env: str = "OPENAI_API_KEY",
         timeout: float = 600.0,
         max_retries: int = 3,
@@ -49,7 +53,11 @@ class OpenAIChatServer(HTTPEndpoint):
             if base_url is None:
                 raise ValueError("OpenAIChatServer needs base_url or client")
             client = make_client(
-                base_url, api_key_env=api_key_env, timeout=timeout, max_retries=max_retries
+                base_url,
+                api_key=api_key,
+                api_key_env=api_key_env,
+                timeout=timeout,
+                max_retries=max_retries,
             )
         super().__init__(client, model, dict(extra_body or {}))
         self.model: str = model

@@ -1,0 +1,348 @@
+"""Environment-layer overhead: ``process`` against the same rollouts run by ``AgentLoop`` alone.
+
+Both sides run the same rollouts, in the same run, against the scripted model server in a
+child process on loopback: two model calls per rollout (a ``terminal`` call writing a
+file, then an answer), the same sandbox tools on local sandboxes (one per rollout,
+started and closed), and the same reward (the file read back through a ``ToolContext``).
+
+- ``loop``: ``AgentLoop`` alone: per rollout, a sandbox, the loop, the reward, the
+  sandbox closed; ``concurrency`` rollouts at once.
+- ``env``: ``HermesAgentBaseEnv.process_manager()`` (what ``process`` runs) writing scored
+  groups to JSONL: the same work plus the environment layer (tool selection per group,
+  retries bookkeeping, tokens and masks from the chat template, Atropos scored data,
+  flushed JSONL lines). At 1 rollout at once: groups of 1; at 64: 8 groups of 8 at once.
+  Atropos' HTML viewer (written once at the end of a run) is off.
+
+Each level runs both sides in alternation and keeps each side's best wall time. Prints,
+per level (1 and 64 concurrent rollouts): scored groups/s of ``process``, rollouts/s of
+each side, the wall-time ratio env/loop (bar: <= 1.10), and where a rollout's time goes
+in ``process`` (ms per rollout, summed over concurrent rollouts: model calls, tool
+calls, reward, and the environment layer: the wall time ``process`` adds to ``AgentLoop``
+alone, times the rollouts at once; the rest is sandbox start and close and the loop
+itself). Exits 1 if a bar is missed.
+Run: ``./dev bench`` or ``uv run python benchmarks/envs.py [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from atroposlib.envs.server_handling.server_manager import APIServerConfig
+
+from hermes_envs import HermesAgentBaseEnv, HermesAgentEnvConfig
+from hermes_envs.envs.terminal_test import shipped_tokenizer_dir
+from hermes_loop import AgentLoop, AgentResult, ChatServer, Tool, ToolRegistry
+from hermes_loop.endpoints.base import ChatSession, ModelTurn, SamplingParams
+from hermes_loop.server import ModelServerProcess
+from hermes_sandbox import SandboxPool, ToolContext, sandbox_tools
+
+BAR = 1.10
+PROMPT = "Write hello into greeting.txt."
+SCRIPT = [
+    {
+        "content": "Writing it.",
+        "tool_calls": [
+            {"name": "terminal", "arguments": {"command": "printf %s hello > greeting.txt"}}
+        ],
+    },
+    {"content": "Done: greeting.txt holds hello."},
+]
+TURNS = len(SCRIPT)
+
+Timers = defaultdict[str, float]
+
+
+async def reward(ctx: ToolContext) -> float:
+    """The file the rollout wrote, read back: 1.0 when it holds ``hello``."""
+    found = await ctx.aread_file("greeting.txt")
+    return 1.0 if found.get("content") == "hello" else 0.0
+
+
+class TimedSession:
+    """A ``ChatSession`` that adds the time of each model call to ``timers["model"]``."""
+
+    def __init__(self, inner: ChatSession, timers: Timers) -> None:
+        self.inner = inner
+        self.timers = timers
+
+    def managed_state(self) -> dict[str, Any] | None:
+        return self.inner.managed_state()
+
+    async def complete(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None,
+        params: SamplingParams,
+    ) -> ModelTurn:
+        start = time.perf_counter()
+        try:
+            return await self.inner.complete(messages, tools, params)
+        finally:
+            self.timers["model"] += time.perf_counter() - start
+
+
+class TimedServer:
+    """A ``ChatServer`` whose sessions time their model calls."""
+
+    def __init__(self, inner: ChatServer, timers: Timers) -> None:
+        self.inner = inner
+        self.timers = timers
+
+    def session(self, task_id: str) -> ChatSession:
+        return TimedSession(self.inner.session(task_id), self.timers)
+
+    async def aclose(self) -> None:
+        closer = getattr(self.inner, "aclose", None)
+        if closer is not None:
+            await closer()
+
+
+def timed_tools(pool: SandboxPool, timers: Timers) -> ToolRegistry:
+    """hermes-sandbox's terminal and file tools, each call's time added to ``timers``."""
+    registry = ToolRegistry()
+    for tool in sandbox_tools(pool, toolsets=("terminal", "file")):
+        registry.add(
+            Tool(tool.name, tool.description, tool.parameters, _timed(tool.handler, timers)),
+            toolset=tool.toolset,
+        )
+    return registry
+
+
+def _timed(
+    handler: Callable[[dict[str, Any], Any], Awaitable[Any]], timers: Timers
+) -> Callable[[dict[str, Any], Any], Awaitable[Any]]:
+    async def run(arguments: dict[str, Any], call: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return await handler(arguments, call)
+        finally:
+            timers["tools"] += time.perf_counter() - start
+
+    return run
+
+
+class BenchEnv(HermesAgentBaseEnv):
+    """One fixed task; tools, model calls and reward timed into ``self.timers``."""
+
+    name = "bench"
+
+    @classmethod
+    def config_init(cls) -> tuple[HermesAgentEnvConfig, list[APIServerConfig]]:
+        raise NotImplementedError("built directly by the benchmark")
+
+    def build_tool_registry(self) -> ToolRegistry:
+        self.timers: Timers = defaultdict(float)
+        return timed_tools(self.pool, self.timers)
+
+    async def setup(self) -> None:
+        self.count = 0
+
+    async def get_next_item(self) -> dict[str, int]:
+        self.count += 1
+        return {"n": self.count}
+
+    def format_prompt(self, item: dict[str, int]) -> str:
+        return f"{PROMPT} (task {item['n']})"
+
+    async def compute_reward(self, item: Any, result: AgentResult, ctx: ToolContext) -> float:
+        start = time.perf_counter()
+        try:
+            return await reward(ctx)
+        finally:
+            self.timers["reward"] += time.perf_counter() - start
+
+    async def evaluate(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def _config(group_size: int, workers: int, groups: int, out: Path, isolation: str) -> Any:
+    return HermesAgentEnvConfig(
+        enabled_toolsets=["terminal", "file"],
+        group_size=group_size,
+        max_num_workers_per_node=workers,
+        total_steps=groups,
+        tokenizer_name=shipped_tokenizer_dir(),
+        max_token_length=8192,
+        data_path_to_save_groups=str(out),
+        include_messages=True,
+        ensure_scores_are_not_same=False,
+        steps_per_eval=0,
+        max_agent_turns=TURNS + 1,
+        terminal_timeout=60,
+        tool_pool_size=8,
+        sandbox_options={"isolation": isolation},
+        write_viewer_html=False,  # a report written once at the end, not rollout work
+    )
+
+
+async def run_env(
+    base_url: str, concurrency: int, rollouts: int, tmp: Path, isolation: str
+) -> tuple[float, Timers]:
+    """Wall seconds of ``process`` for ``rollouts`` rollouts, ``concurrency`` at once."""
+    group_size = 1 if concurrency == 1 else 8
+    workers = max(1, concurrency // group_size)
+    groups = rollouts // group_size
+    out = tmp / f"env-{concurrency}-{time.monotonic_ns()}.jsonl"
+    server = APIServerConfig(
+        base_url=base_url, model_name="scripted", server_type="openai", health_check=False
+    )
+    env = BenchEnv(_config(group_size, workers, groups, out, isolation), [server])
+    env.endpoints = [TimedServer(e, env.timers) for e in env.endpoints]
+    env.n_groups_to_process = groups
+    wall = time.perf_counter()
+    await env.process_manager()
+    wall = time.perf_counter() - wall
+    lines = out.read_text().splitlines()
+    if len(lines) != groups or env.stats.infra_failures:
+        raise RuntimeError(
+            f"env: {len(lines)} groups of {groups}, {env.stats.infra_failures} fails"
+        )
+    scores = [s for line in lines for s in json.loads(line)["scores"]]
+    if scores != [1.0] * rollouts:
+        raise RuntimeError("env: a rollout did not score 1.0")
+    env.timers["groups"] = groups
+    return wall, env.timers
+
+
+async def run_loop(
+    base_url: str, concurrency: int, rollouts: int, isolation: str
+) -> tuple[float, Timers]:
+    """Wall seconds of the same rollouts through ``AgentLoop`` alone."""
+    from hermes_loop import OpenAIChatServer
+
+    timers: Timers = defaultdict(float)
+    pool = SandboxPool("local", terminal_timeout=60, isolation=isolation)
+    tools = timed_tools(pool, timers).select(["terminal", "file"], None, None, seed=0)
+    server = TimedServer(OpenAIChatServer(base_url=base_url, model="scripted"), timers)
+    gate = asyncio.Semaphore(concurrency)
+    scores: list[float] = []
+
+    async with AgentLoop(server, tools, max_turns=TURNS + 1, temperature=1.0) as loop:
+
+        async def one(i: int) -> None:
+            task_id = f"loop-{concurrency}-{i}"
+            async with gate:
+                try:
+                    await pool.get(task_id)
+                    prompt = [{"role": "user", "content": f"{PROMPT} (task {i})"}]
+                    result = await loop.run(prompt, task_id=task_id)
+                    if result.turns_used != TURNS or not result.finished_naturally:
+                        raise RuntimeError(f"loop: unexpected rollout {result.stop_reason}")
+                    ctx = ToolContext(task_id, pool)
+                    start = time.perf_counter()
+                    scores.append(await reward(ctx))
+                    timers["reward"] += time.perf_counter() - start
+                    await ctx.acleanup()
+                finally:
+                    await pool.release(task_id)
+
+        wall = time.perf_counter()
+        await asyncio.gather(*(one(i) for i in range(rollouts)))
+        wall = time.perf_counter() - wall
+    await pool.close_all()
+    await server.aclose()
+    if scores != [1.0] * rollouts:
+        raise RuntimeError("loop: a rollout did not score 1.0")
+    return wall, timers
+
+
+async def measure(
+    base_url: str, levels: list[int], rounds: int, scale: int, isolation: str
+) -> list[dict[str, float]]:
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for level in levels:
+            rollouts = max(level * 2, scale)
+            await run_loop(base_url, level, min(rollouts, 8), isolation)  # warm up
+            best: dict[str, tuple[float, Timers]] = {}
+            for _ in range(rounds):
+                for side in ("loop", "env"):
+                    if side == "loop":
+                        wall, timers = await run_loop(base_url, level, rollouts, isolation)
+                    else:
+                        wall, timers = await run_env(
+                            base_url, level, rollouts, Path(tmp), isolation
+                        )
+                    if side not in best or wall < best[side][0]:
+                        best[side] = (wall, timers)
+            env_wall, env_timers = best["env"]
+            loop_wall, _ = best["loop"]
+            groups = env_timers["groups"]
+            rows.append(
+                {
+                    "level": level,
+                    "groups_per_s": groups / env_wall,
+                    "loop_rps": rollouts / loop_wall,
+                    "env_rps": rollouts / env_wall,
+                    "ratio": env_wall / loop_wall,
+                    "model_ms": env_timers["model"] / rollouts * 1e3,
+                    "tools_ms": env_timers["tools"] / rollouts * 1e3,
+                    "reward_ms": env_timers["reward"] / rollouts * 1e3,
+                    # The extra wall time, spread over the rollouts running at once.
+                    "layer_ms": (env_wall - loop_wall) * level / rollouts * 1e3,
+                }
+            )
+    return rows
+
+
+def main() -> int:
+    cli = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    cli.add_argument("--quick", action="store_true", help="fewer rollouts and rounds")
+    cli.add_argument(
+        "--isolation",
+        choices=("none", "bwrap", "auto"),
+        default="none",
+        help="the local sandboxes' isolation, both sides (default: none)",
+    )
+    args = cli.parse_args()
+    rounds, scale = (2, 32) if args.quick else (3, 128)
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "bench.json"
+        script.write_text(json.dumps({"model": "scripted", "turns": SCRIPT}))
+        with ModelServerProcess(script) as server:
+            rows = asyncio.run(measure(server.base_url, [1, 64], rounds, scale, args.isolation))
+    header = (
+        "rollouts at once",
+        "groups/s",
+        "loop rollouts/s",
+        "env rollouts/s",
+        "env/loop wall",
+        "model ms",
+        "tools ms",
+        "reward ms",
+        "env layer ms",
+    )
+    widths = (16, 10, 16, 15, 14, 10, 10, 11, 14)
+    print("".join(f"{h:>{w}}" for h, w in zip(header, widths, strict=True)))
+    missed = []
+    for row in rows:
+        print(
+            f"{row['level']:>16}{row['groups_per_s']:>10.1f}{row['loop_rps']:>16.1f}"
+            f"{row['env_rps']:>15.1f}{row['ratio']:>14.2f}{row['model_ms']:>10.1f}"
+            f"{row['tools_ms']:>10.1f}{row['reward_ms']:>11.1f}{row['layer_ms']:>14.1f}"
+        )
+        if row["ratio"] > BAR:
+            missed.append(
+                f"{row['level']} at once: process takes {row['ratio']:.2f}x the wall time "
+                f"of AgentLoop alone (bar {BAR})"
+            )
+    print(
+        "(ms per rollout in process, summed over the rollouts running at once; env layer: "
+        "the wall time process adds to AgentLoop alone, times the rollouts at once)"
+    )
+    print()
+    print("\n".join(missed) if missed else "all bars met")
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,27 @@
+"""Errors that stop a run of an environment: each message names what to change."""
+
+from __future__ import annotations
+
+__all__ = ["DatasetLoadError", "EnvSetupError", "HermesEnvsError", "RunAbortedError"]
+
+
+class HermesEnvsError(RuntimeError):
+    """Root of the errors a run of an environment stops with; the message says what to
+    change. The command line prints it as one line and exits with status 1."""
+
+
+class RunAbortedError(HermesEnvsError):
+    """A run gave up: ``max_dropped_items`` items in a row failed every try for
+    infrastructure reasons (an endpoint that refuses every request, a backend that never
+    starts); the message quotes the last failure."""
+
+
+class EnvSetupError(HermesEnvsError):
+    """Something an environment needs (a dataset, a file) could not be loaded at
+    ``setup()``; the message names the option to change. The command line prints it as
+    one line and exits with status 1."""
+
+
+class DatasetLoadError(EnvSetupError):
+    """``env.dataset_name`` could not be loaded, or its rows lack a field the environment
+    reads."""
