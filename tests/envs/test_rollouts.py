@@ -90,15 +90,15 @@ async def test_phase2_sends_the_exact_tokens_and_logprobs_of_the_rollout(
         assert group is not None
         _check_group(dict(group), 2)
         assert group["scores"] == [1.0, 1.0]
-        nodes = {tuple(r.managed_state["nodes"][-1]["tokens"]): r for r in env.seen}  # type: ignore[index]
+        nodes = {tuple(r.managed_state["nodes"][-1]["tokens"]): r for r in env.seen}
         for tokens, masks, logprobs in zip(
             group["tokens"], group["masks"], group["inference_logprobs"], strict=True
         ):
-            node = nodes[tuple(tokens)].managed_state["nodes"][-1]  # type: ignore[index]
+            node = nodes[tuple(tokens)].managed_state["nodes"][-1]
             assert masks == node["masked_tokens"]
             assert logprobs == node["logprobs"]
             assert all(lp == 1.0 for lp, m in zip(logprobs, masks, strict=True) if m == -100)
-            assert len(nodes[tuple(tokens)].managed_state["nodes"]) == 1  # type: ignore[index]
+            assert len(nodes[tuple(tokens)].managed_state["nodes"]) == 1
         assert env.stats.token_drift == 0
     finally:
         await env.close()

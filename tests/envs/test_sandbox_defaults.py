@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 from hermes_envs import HermesAgentBaseEnv, HermesSweEnv, TerminalTestEnv
+from hermes_sandbox.backends.local import LocalSandbox
 
 from .support import env_config, server
 
@@ -28,6 +29,7 @@ async def test_local_sandboxes_default_to_auto_isolation() -> None:
     try:
         assert env.sandbox_options()["isolation"] == "auto"
         sandbox = await env.pool.get("probe")
+        assert isinstance(sandbox, LocalSandbox)
         assert sandbox.isolated == _bwrap_works()
     finally:
         await env.close()
@@ -39,6 +41,7 @@ async def test_the_config_can_choose_plain_commands() -> None:
     try:
         assert env.sandbox_options() == {"isolation": "none", "pids_limit": 64}
         sandbox = await env.pool.get("probe")
+        assert isinstance(sandbox, LocalSandbox)
         assert not sandbox.isolated
     finally:
         await env.close()

@@ -119,7 +119,7 @@ class ResolvedConfig:
 
     def __init__(
         self,
-        env: BaseModel,
+        env: HermesAgentEnvConfig,
         servers: ServerBaseline | APIServerConfig | list[APIServerConfig],
         slurm: bool,
         testing: bool,
@@ -142,7 +142,12 @@ def resolve_config(
     flags = parse_flags(args)
     yaml_config = _load_yaml(flags.pop("config")) if "config" in flags else {}
     default_env, default_servers = env_cls.config_init()
-    env_model = type(default_env)
+    if not isinstance(default_env, HermesAgentEnvConfig):
+        raise CliError(
+            f"{env_cls.__name__}.config_init() returned a {type(default_env).__name__}; it "
+            "must return a HermesAgentEnvConfig (or a subclass) and the server configs"
+        )
+    env_model: type[HermesAgentEnvConfig] = type(default_env)
     unknown = [
         key
         for key in flags

@@ -41,7 +41,7 @@ def load_items(
         DatasetLoadError: if the dataset cannot be loaded, is empty, or a row lacks one of
             the ``required`` fields; the message names the option to set.
     """
-    import datasets  # type: ignore[import-untyped]  # heavy: imported only when used
+    import datasets  # heavy: imported only when used
 
     where = "--env.dataset_name"
     path = Path(name).expanduser()
