@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import os
 import shutil
 import statistics
@@ -36,6 +37,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from hermes_sandbox import Sandbox, create_sandbox
 
@@ -87,7 +89,7 @@ def bare_run(argv: list[str]) -> None:
     subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
 
 
-async def creates(backend: str, count: int, **options: object) -> list[float]:
+async def creates(backend: str, count: int, **options: Any) -> list[float]:
     """Seconds from ``create_sandbox`` to a started sandbox, ``count`` times."""
     samples = []
     for _ in range(count):
@@ -183,7 +185,7 @@ async def bench_local(
         for command, barred in COMMANDS:
             argv = ["bash", "-c", command]
             ours, bare, ratio = await exec_ratio(
-                sandbox, command, lambda a=argv: bare_run(a), settings
+                sandbox, command, functools.partial(bare_run, argv), settings
             )
             rows.append(
                 Row(label, f"exec {command!r} (vs subprocess.run)", ours * 1e3, bare * 1e3,
@@ -264,23 +266,23 @@ async def bench_docker(settings: Settings, payload: Path, scratch: Path) -> list
         for command, barred in COMMANDS:
             argv = ["docker", "exec", container, "bash", "-c", command]
             ours, cli, ratio = await exec_ratio(
-                sandbox, command, lambda a=argv: bare_run(a), docker_settings
+                sandbox, command, functools.partial(bare_run, argv), docker_settings
             )
             rows.append(
                 Row("docker", f"exec {command!r} (vs docker exec)", ours * 1e3, cli * 1e3,
                     bar=BARS["docker"] if barred else None, paired=ratio)
             )  # fmt: skip
 
-        def cli(*argv: str) -> None:
+        def docker_cli(*argv: str) -> None:
             subprocess.run(["docker", *argv], check=True, capture_output=True)
 
         up = (
             await timed(lambda: sandbox.upload_file(payload, "/tmp/bench-ours.bin")),
-            await timed(lambda: cli("cp", str(payload), f"{container}:/tmp/bench-cli.bin")),
+            await timed(lambda: docker_cli("cp", str(payload), f"{container}:/tmp/bench-cli.bin")),
         )
         down = (
             await timed(lambda: sandbox.download_file("/tmp/bench-ours.bin", scratch / "d.bin")),
-            await timed(lambda: cli("cp", f"{container}:/tmp/bench-cli.bin", str(scratch))),
+            await timed(lambda: docker_cli("cp", f"{container}:/tmp/bench-cli.bin", str(scratch))),
         )
     rows.extend(throughput_rows("docker", up, down, "docker cp"))
     return rows

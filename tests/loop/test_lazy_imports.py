@@ -37,6 +37,6 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
     import hermes_loop.endpoints
 
     with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
-        _ = hermes_loop.Nope  # type: ignore[attr-defined]
+        _ = hermes_loop.Nope
     with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
-        _ = hermes_loop.endpoints.Nope  # type: ignore[attr-defined]
+        _ = hermes_loop.endpoints.Nope

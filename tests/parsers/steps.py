@@ -35,7 +35,10 @@ def count_steps(fn: Callable[[], Any], *, limit: int | None = None) -> int:
     Raises:
         TooManySteps: as soon as the count passes ``limit`` (so a quadratic parse fails
             quickly instead of running for minutes).
+        RuntimeError: on Python 3.11, which has no ``sys.monitoring`` (callers skip there).
     """
+    if sys.version_info < (3, 12):
+        raise RuntimeError("counting steps needs sys.monitoring (Python 3.12+)")
     monitoring = sys.monitoring
     tool = next(i for i in range(1, 6) if monitoring.get_tool(i) is None)
     monitoring.use_tool_id(tool, "hermes-parsers step counter")

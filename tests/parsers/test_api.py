@@ -17,6 +17,7 @@ from hermes_parsers import (
     list_parsers,
     register_parser,
 )
+from hermes_parsers.formats.hermes import HermesParser
 
 SPEC_NAMES = {
     "hermes", "mistral", "llama3_json", "llama4_json", "qwen", "qwen3_coder", "deepseek_v3",
@@ -110,7 +111,7 @@ def test_register_parser_decorator_and_aliases() -> None:
     registry = ParserRegistry()
 
     @registry.register("echo", "echo2")
-    class Echo(hermes_parsers.formats.hermes.HermesParser):
+    class Echo(HermesParser):
         pass
 
     assert registry.names() == ["echo"]
@@ -211,7 +212,7 @@ def test_function_call_is_immutable_comparable_and_picklable() -> None:
     assert repr(lazy) == "FunctionCall(name='f', arguments='{\"k\": \"é\"}')"
     assert pickle.loads(pickle.dumps(lazy)) == lazy
     with pytest.raises(AttributeError, match="immutable"):
-        lazy.name = "g"  # type: ignore[misc]
+        lazy.name = "g"
     copy_of_arguments = lazy.parsed_arguments()
     copy_of_arguments["k"] = "changed"
     assert lazy.parsed_arguments() == {"k": "é"}
@@ -233,7 +234,7 @@ def test_no_format_overrides_a_public_method_of_the_base() -> None:
 
 
 def test_a_format_shapes_reasoning_through_hooks() -> None:
-    class Bracketed(hermes_parsers.formats.hermes.HermesParser):
+    class Bracketed(HermesParser):
         reasoning_tags = ("<think>", "</think>")
         reasoning_padding = ""
         after_reasoning = " "

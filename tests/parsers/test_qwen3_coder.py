@@ -49,7 +49,9 @@ def _call(text: str, **options: Any) -> dict[str, Any]:
     result = get_parser("qwen3_coder", **options).parse(text)
     assert result.tool_calls is not None
     assert len(result.tool_calls) == 1
-    return json.loads(result.tool_calls[0].function.arguments)
+    arguments = json.loads(result.tool_calls[0].function.arguments)
+    assert isinstance(arguments, dict)
+    return arguments
 
 
 def _one(function: str, /, **arguments: Any) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ import textwrap
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -471,7 +472,7 @@ def test_importing_the_package_loads_no_backend_sdk(tmp_path: Path) -> None:
         ({"env": {MARKER_VARIABLE: "x"}}, "reserved"),
     ],
 )
-def test_local_rejects_what_it_cannot_honour(options: dict[str, object], message: str) -> None:
+def test_local_rejects_what_it_cannot_honour(options: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         create_sandbox("local", **options)
 

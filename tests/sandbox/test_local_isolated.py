@@ -12,6 +12,7 @@ import subprocess
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,7 +28,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def local(isolation: str, **options: object) -> LocalSandbox:
+def local(isolation: str, **options: Any) -> LocalSandbox:
     sandbox = create_sandbox("local", isolation=isolation, **options)
     assert isinstance(sandbox, LocalSandbox)
     return sandbox

@@ -8,7 +8,7 @@ SEP = "<｜tool▁sep｜>"
 EOS = "<｜end▁of▁sentence｜>"
 
 
-def call(name, arguments):
+def call(name: str, arguments: str) -> str:
     return f"{CB}function{SEP}{name}\n```json\n{arguments}\n```{CE}"
 
 

@@ -9,7 +9,7 @@ SEP = "<｜tool▁sep｜>"
 EOS = "<｜end▁of▁sentence｜>"
 
 
-def call(name, arguments):
+def call(name: str, arguments: str) -> str:
     return f"{CB}{name}{SEP}{arguments}{CE}"
 
 
