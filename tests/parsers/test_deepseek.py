@@ -17,7 +17,7 @@ from hermes_parsers import (
 )
 from hermes_parsers.formats.deepseek import DeepSeekV3Parser, DeepSeekV31Parser
 from tests.parsers.steps import assert_linear
-from tests.parsers.test_streaming import check_stream
+from tests.parsers.streams import check_stream
 
 B = "<｜tool▁calls▁begin｜>"
 E = "<｜tool▁calls▁end｜>"

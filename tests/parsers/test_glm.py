@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from hermes_parsers import ParseError, ToolCall, get_parser
 from hermes_parsers.formats._python_literal import python_literal
 from hermes_parsers.formats.glm import Glm45Parser, Glm47Parser, read_untyped
-from tests.parsers.test_roundtrip import NO_SURROGATES
-from tests.parsers.test_streaming import check_stream
+from tests.parsers.strategies import NO_SURROGATES
+from tests.parsers.streams import check_stream
 
 TOOLS = [
     {

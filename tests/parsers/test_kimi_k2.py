@@ -22,7 +22,7 @@ from hermes_parsers import (
     get_parser,
 )
 from hermes_parsers.formats.kimi_k2 import split_call_id
-from tests.parsers.test_streaming import check_stream
+from tests.parsers.streams import check_stream
 
 SB = "<|tool_calls_section_begin|>"
 SE = "<|tool_calls_section_end|>"

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from hermes_parsers import ContentDelta, ParseError, ToolCall, ToolCallEvent, get_parser
 from hermes_parsers.tool_call import FunctionCall
 from tests.parsers.steps import assert_linear
-from tests.parsers.test_streaming import check_stream, chunkings
+from tests.parsers.streams import check_stream, chunkings
 
 BOTH = ["llama3_json", "llama4_json"]
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from hermes_parsers import FunctionCall, ParseError, ToolCall, get_parser
-from tests.parsers.test_streaming import check_stream, chunkings
+from tests.parsers.streams import check_stream, chunkings
 
 OPEN = "<longcat_tool_call>"
 CLOSE = "</longcat_tool_call>"

@@ -19,8 +19,8 @@ from hermes_parsers import (
     get_parser,
 )
 from hermes_parsers.formats.mistral import MistralParser, mistral_call_id
-from tests.parsers.test_roundtrip import ARGUMENTS, NAMES, TEXT
-from tests.parsers.test_streaming import check_stream
+from tests.parsers.strategies import ARGUMENTS, NAMES, TEXT
+from tests.parsers.streams import check_stream
 
 WEATHER = ToolCall.from_dict(
     {"id": "a1B2c3D4e", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}

@@ -20,7 +20,7 @@ from hermes_parsers.formats._xml_params import (
     template_text,
 )
 from tests.parsers.steps import assert_linear
-from tests.parsers.test_streaming import check_stream, chunkings
+from tests.parsers.streams import check_stream, chunkings
 
 TOOLS = [
     {
