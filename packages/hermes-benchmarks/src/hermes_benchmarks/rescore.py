@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from rich.console import Console
@@ -44,9 +44,8 @@ from hermes_benchmarks.run import (
     RESULTS_FILE,
     SUMMARY_FILE,
     RunProgress,
-    clean_leftovers,
-    record_run,
-    write_summary,
+    open_results,
+    run_jobs,
 )
 from hermes_benchmarks.summary import RunSummary, summarize
 from hermes_benchmarks.task import Task, load_task
@@ -198,8 +197,9 @@ async def rescore_run(
         raise ValueError(f"max_concurrent_tasks must be at least 1, got {max_concurrent_tasks}")
     plan = await asyncio.to_thread(plan_rescore, output_dir, tasks_dir=tasks_dir)
     target = Path(output_dir) / RESCORE_DIR
+    base_url = settings.sandbox_options.get("base_url")
     try:
-        log = await asyncio.to_thread(ResultsLog.open, target / RESULTS_FILE, resume=resume)
+        log = await open_results(target, TrialResult, resume=resume, base_url=base_url)
     except ResultsFileError as error:
         if resume:
             raise
@@ -207,44 +207,29 @@ async def rescore_run(
             f"{target / RESULTS_FILE} already holds a rescore: pass --env.resume true to "
             f"finish it, or remove {target} to start again"
         ) from error
-    earlier_runs = await asyncio.to_thread(record_run, target)
-    if resume:
-        await asyncio.to_thread(
-            clean_leftovers, earlier_runs, base_url=settings.sandbox_options.get("base_url")
-        )
-    progress = RunProgress(total=len(plan.verify) + len(plan.carried), started_at=time.monotonic())
-    for result in log:
-        progress.add(result)
-    progress.skipped = progress.done
+    progress = RunProgress.resuming(len(plan.verify) + len(plan.carried), log)
     for result in plan.carried:
         if await log.append_async(result):
             progress.add(result)
     if on_progress is not None:
         on_progress(progress, None)
-    gate = asyncio.Semaphore(max_concurrent_tasks)
-
-    async def one(task: Task, original: TrialResult, folder: Path) -> None:
-        async with gate:
-            result = await reverify_trial(task, folder, original, settings, run_id=RUN_ID)
-            await log.append_async(result)
-        progress.add(result)
-        if on_progress is not None:
-            on_progress(progress, result)
-
+    jobs = [
+        partial(reverify_trial, task, folder, original, settings, run_id=RUN_ID)
+        for task, original, folder in plan.verify
+        if not log.is_finished(task.name, original.trial)
+    ]
     notes = [
         f"rescore of {output_dir}: {len(plan.verify)} trial(s) re-verified from their "
         f"artifacts, {len(plan.carried)} carried over unchanged"
     ]
-    try:
-        async with asyncio.TaskGroup() as group:
-            for task, original, folder in plan.verify:
-                if not log.is_finished(task.name, original.trial):
-                    group.create_task(one(task, original, folder))
-    finally:
-        difficulties = {r.task: r.difficulty for r in log}
-        summary = summarize(log, difficulties=difficulties, notes=notes)
-        await asyncio.shield(asyncio.to_thread(write_summary, target / SUMMARY_FILE, summary))
-    return summary
+    return await run_jobs(
+        log,
+        jobs,
+        max_concurrent=max_concurrent_tasks,
+        summarize=lambda results: summarize(results, notes=notes),
+        summary_file=target / SUMMARY_FILE,
+        on_result=progress.reporter(on_progress),
+    )
 
 
 async def rescore_command(output_dir: str, config: BenchConfig, console: Console) -> int:

@@ -13,9 +13,9 @@ import asyncio
 import json
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar, cast, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -25,10 +25,12 @@ from hermes_sandbox.teardown import finish
 __all__ = [
     "Attempt",
     "ErrorKind",
+    "ResultT",
     "ResultsLog",
     "TrialKey",
     "TrialResult",
     "TrialStatus",
+    "infra_attempt",
 ]
 
 #: How a trial ended: the tests passed, they failed, or infrastructure stopped it.
@@ -62,6 +64,17 @@ class Attempt(BaseModel):
     error_kind: ErrorKind | None = None
     error: str | None = None
     timings: dict[str, float] = Field(default_factory=dict)
+
+
+def infra_attempt(kind: str, message: str, timings: Mapping[str, float]) -> Attempt:
+    """An attempt that infrastructure stopped: status ``infra_error``, no reward.
+
+    Raises:
+        pydantic.ValidationError: ``kind`` is not an :data:`ErrorKind`.
+    """
+    return Attempt(
+        status="infra_error", error_kind=cast(ErrorKind, kind), error=message, timings=dict(timings)
+    )
 
 
 class TrialResult(BaseModel):
@@ -123,48 +136,69 @@ class TrialResult(BaseModel):
         )
 
 
-class ResultsLog:
+#: The kind of result a :class:`ResultsLog` holds (:class:`TrialResult` or a subclass).
+ResultT = TypeVar("ResultT", bound=TrialResult)
+
+
+class ResultsLog(Generic[ResultT]):
     """``results.jsonl`` of one run: what is already finished, and appends as trials end.
 
     Use :meth:`open`. Appends are thread-safe; call :meth:`append` from a worker thread
     (``asyncio.to_thread``) in async code, as it waits for the disk.
     """
 
-    def __init__(self, path: Path, finished: dict[TrialKey, TrialResult], dropped: int) -> None:
+    def __init__(self, path: Path, finished: dict[TrialKey, ResultT], dropped: int) -> None:
         self.path = path
         self._finished = finished
         self._dropped_tail = dropped
         self._lock = threading.Lock()
 
+    @overload
     @classmethod
-    def open(cls, path: str | os.PathLike[str], *, resume: bool) -> ResultsLog:
+    def open(cls, path: str | os.PathLike[str], *, resume: bool) -> ResultsLog[TrialResult]: ...
+
+    @overload
+    @classmethod
+    def open(
+        cls, path: str | os.PathLike[str], *, resume: bool, model: type[ResultT]
+    ) -> ResultsLog[ResultT]: ...
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        resume: bool,
+        model: type[TrialResult] = TrialResult,
+    ) -> ResultsLog[Any]:
         """Open the results file of a run, creating its folder.
 
-        With ``resume``, the finished trials already in the file are read back; a last
-        line cut short by a kill is removed from the file (its trial runs again).
+        With ``resume``, the finished trials already in the file are read back, each as a
+        ``model`` (:class:`TrialResult` or a subclass with more fields); a last line cut
+        short by a kill is removed from the file (its trial runs again).
 
         Raises:
             ResultsFileError: the file exists and holds results but ``resume`` is false
                 (the message says to pass ``--resume`` or choose another output_dir), or a
-                line other than the last is not a trial result (the message names the line).
+                line other than the last is not a ``model`` (the message names the line).
         """
         file = Path(path)
         file.parent.mkdir(parents=True, exist_ok=True)
         if not file.exists() or file.stat().st_size == 0:
             file.touch()
-            return cls(file, {}, 0)
+            return ResultsLog(file, {}, 0)
         if not resume:
             raise ResultsFileError(
                 f"{file} already holds results: pass --resume to finish that run, or "
                 "choose another output_dir"
             )
-        finished, keep, dropped = _read(file)
+        finished, keep, dropped = _read(file, model)
         if keep != file.stat().st_size:
             with open(file, "r+b") as handle:
                 handle.truncate(keep)
                 handle.flush()
                 os.fsync(handle.fileno())
-        return cls(file, finished, dropped)
+        return ResultsLog(file, finished, dropped)
 
     @staticmethod
     def read(path: str | os.PathLike[str]) -> dict[TrialKey, TrialResult]:
@@ -175,11 +209,11 @@ class ResultsLog:
             FileNotFoundError: there is no such file.
             ResultsFileError: a line other than the last is not a trial result.
         """
-        finished, _keep, _dropped = _read(Path(path))
+        finished, _keep, _dropped = _read(Path(path), TrialResult)
         return finished
 
     @property
-    def finished(self) -> dict[TrialKey, TrialResult]:
+    def finished(self) -> dict[TrialKey, ResultT]:
         """The trials already on disk, by ``(task, trial)``."""
         return dict(self._finished)
 
@@ -192,13 +226,13 @@ class ResultsLog:
         """Whether ``(task, trial)`` already has its line."""
         return (task, trial) in self._finished
 
-    def __iter__(self) -> Iterator[TrialResult]:
+    def __iter__(self) -> Iterator[ResultT]:
         return iter(list(self._finished.values()))
 
     def __len__(self) -> int:
         return len(self._finished)
 
-    async def append_async(self, result: TrialResult) -> bool:
+    async def append_async(self, result: ResultT) -> bool:
         """:meth:`append` in a thread, run to its end: a caller cancelled meanwhile
         waits for the line to be written and kept, then sees the cancellation, so a run
         summarized after a Ctrl-C counts exactly the lines in the file.
@@ -210,7 +244,7 @@ class ResultsLog:
         """
         return await finish(asyncio.to_thread(self.append, result))
 
-    def append(self, result: TrialResult) -> bool:
+    def append(self, result: ResultT) -> bool:
         """Write ``result`` as one line, flushed and fsynced; False if it was already there.
 
         Raises:
@@ -233,10 +267,10 @@ class ResultsLog:
             return True
 
 
-def _read(file: Path) -> tuple[dict[TrialKey, TrialResult], int, int]:
+def _read(file: Path, model: type[ResultT]) -> tuple[dict[TrialKey, ResultT], int, int]:
     """Parse the file: finished trials, bytes to keep, bytes of a cut-short tail dropped."""
     data = file.read_bytes()
-    finished: dict[TrialKey, TrialResult] = {}
+    finished: dict[TrialKey, ResultT] = {}
     offset = 0
     number = 0
     while offset < len(data):
@@ -245,7 +279,7 @@ def _read(file: Path) -> tuple[dict[TrialKey, TrialResult], int, int]:
         last = end == -1
         chunk = data[offset:] if last else data[offset:end]
         try:
-            result = TrialResult.model_validate(json.loads(chunk))
+            result = model.model_validate(json.loads(chunk))
         except (ValueError, ValidationError) as error:
             if last:
                 return finished, offset, len(data) - offset

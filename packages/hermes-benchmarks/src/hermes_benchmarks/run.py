@@ -8,6 +8,10 @@ process ids of every run that wrote to the folder are kept in ``runs.txt``. With
 their run label, local sandbox leftovers are reaped, and only the trials without a line
 run again. Cancelling the run (Ctrl-C, SIGTERM through ``stop_on_sigterm``) closes every
 sandbox and keeps every line already written.
+
+The stream itself (:func:`open_results`, :func:`run_jobs`) is shared by every run that
+writes results: :func:`run_benchmark`, the rescore
+(:func:`~hermes_benchmarks.rescore.rescore_run`) and YC-Bench's ``evaluate``.
 """
 
 from __future__ import annotations
@@ -16,12 +20,16 @@ import asyncio
 import json
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel
 
 from hermes_benchmarks.agents import Agent
-from hermes_benchmarks.results import ResultsLog, TrialResult
+from hermes_benchmarks.results import ResultsLog, ResultT, TrialResult
 from hermes_benchmarks.summary import RunSummary, summarize
 from hermes_benchmarks.task import Task
 from hermes_benchmarks.trial import TrialSettings, run_trial
@@ -39,8 +47,10 @@ __all__ = [
     "SUMMARY_FILE",
     "RunProgress",
     "clean_leftovers",
+    "open_results",
     "record_run",
     "run_benchmark",
+    "run_jobs",
     "write_summary",
 ]
 
@@ -48,6 +58,9 @@ RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "summary.json"
 #: One sandbox run id per line: every process that ran trials into this output folder.
 RUNS_FILE = "runs.txt"
+
+#: The summary a run writes (:class:`~hermes_benchmarks.summary.RunSummary` or another).
+SummaryT = TypeVar("SummaryT", bound=BaseModel)
 
 
 @dataclass
@@ -61,6 +74,28 @@ class RunProgress:
     infra_errors: int = 0
     skipped: int = 0
     started_at: float = 0.0
+
+    @classmethod
+    def resuming(cls, total: int, finished: Iterable[TrialResult]) -> RunProgress:
+        """The counts at the start of a run of ``total`` trials, ``finished`` already done
+        (counted as done and as skipped); the clock starts now."""
+        progress = cls(total=total, started_at=time.monotonic())
+        for result in finished:
+            progress.add(result)
+        progress.skipped = progress.done
+        return progress
+
+    def reporter(
+        self, on_progress: Callable[[RunProgress, TrialResult | None], None] | None
+    ) -> Callable[[TrialResult], None]:
+        """A callback for each finished trial: counts it, then calls ``on_progress``."""
+
+        def report(result: TrialResult) -> None:
+            self.add(result)
+            if on_progress is not None:
+                on_progress(self, result)
+
+        return report
 
     def add(self, result: TrialResult) -> None:
         """Count one finished trial."""
@@ -105,11 +140,89 @@ def clean_leftovers(run_ids: Sequence[str], *, base_url: str | None = None) -> i
     return removed
 
 
-def write_summary(file: Path, summary: RunSummary) -> None:
-    """Write ``summary.json`` in one rename (blocking)."""
+def write_summary(file: Path, summary: BaseModel) -> None:
+    """Write ``summary`` as ``summary.json`` (its JSON form, indented) in one rename
+    (blocking).
+
+    Raises:
+        OSError: the folder cannot be written.
+    """
     temporary = file.with_suffix(".json.tmp")
-    temporary.write_text(json.dumps(summary.to_json(), indent=2) + "\n")
+    temporary.write_text(json.dumps(summary.model_dump(mode="json"), indent=2) + "\n")
     os.replace(temporary, file)
+
+
+def _open_results(
+    folder: Path, model: type[ResultT], resume: bool, base_url: str | None
+) -> ResultsLog[ResultT]:
+    log = ResultsLog.open(folder / RESULTS_FILE, resume=resume, model=model)
+    earlier_runs = record_run(folder)
+    if resume:
+        clean_leftovers(earlier_runs, base_url=base_url)
+    return log
+
+
+async def open_results(
+    folder: Path, model: type[ResultT], *, resume: bool, base_url: str | None = None
+) -> ResultsLog[ResultT]:
+    """Open ``folder/results.jsonl`` for a run and note this process in ``runs.txt``.
+
+    With ``resume`` the results already in the file are read back (each as a ``model``),
+    a last line cut short by a kill is removed, and what the earlier runs into ``folder``
+    left is removed (:func:`clean_leftovers`; their containers through the docker daemon
+    at ``base_url``, the default one when None). Without it the file must hold none.
+
+    Raises:
+        ResultsFileError: the file holds results and ``resume`` is false, or a line other
+            than the last is not a ``model``.
+        OSError: ``folder`` cannot be written.
+    """
+    return await asyncio.to_thread(_open_results, folder, model, resume, base_url)
+
+
+async def run_jobs(
+    log: ResultsLog[ResultT],
+    jobs: Iterable[Callable[[], Awaitable[ResultT]]],
+    *,
+    max_concurrent: int,
+    summarize: Callable[[list[ResultT]], SummaryT],
+    summary_file: Path,
+    on_result: Callable[[ResultT], None] | None = None,
+) -> SummaryT:
+    """Run every job, at most ``max_concurrent`` at once; the summary of the log.
+
+    Each job's result is appended to ``log`` as it returns (one fsynced line; a line
+    being written when the run is cancelled is finished first), then given to
+    ``on_result``. At the end ``summarize(results)``, over every result in ``log`` (those
+    read back on resume included), is written to ``summary_file``, also when a job
+    raises or the run is cancelled: that summary counts exactly the lines in the file.
+
+    Raises:
+        ValueError: ``max_concurrent`` is below 1.
+        ExceptionGroup: a job, an append or ``on_result`` raised (the other jobs are
+            cancelled; the summary is still written).
+        asyncio.CancelledError: the run was cancelled (after the summary is written).
+        OSError: ``summary_file`` cannot be written.
+    """
+    if max_concurrent < 1:
+        raise ValueError(f"max_concurrent must be at least 1, got {max_concurrent}")
+    gate = asyncio.Semaphore(max_concurrent)
+
+    async def one(job: Callable[[], Awaitable[ResultT]]) -> None:
+        async with gate:
+            result = await job()
+            await log.append_async(result)
+        if on_result is not None:
+            on_result(result)
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            for job in jobs:
+                group.create_task(one(job))
+    finally:
+        summary = summarize(list(log))
+        await asyncio.shield(asyncio.to_thread(write_summary, summary_file, summary))
+    return summary
 
 
 async def run_benchmark(
@@ -142,43 +255,24 @@ async def run_benchmark(
     if max_concurrent_tasks < 1:
         raise ValueError(f"max_concurrent_tasks must be at least 1, got {max_concurrent_tasks}")
     folder = Path(output_dir)
-    log = await asyncio.to_thread(ResultsLog.open, folder / RESULTS_FILE, resume=resume)
-    earlier_runs = await asyncio.to_thread(record_run, folder)
-    if resume:
-        await asyncio.to_thread(
-            clean_leftovers, earlier_runs, base_url=settings.sandbox_options.get("base_url")
-        )
-    pending = [
-        (task, trial)
+    log = await open_results(
+        folder, TrialResult, resume=resume, base_url=settings.sandbox_options.get("base_url")
+    )
+    progress = RunProgress.resuming(len(tasks) * n_trials, log)
+    if on_progress is not None:
+        on_progress(progress, None)
+    jobs = [
+        partial(run_trial, task, agent, settings, trial=trial, run_id=RUN_ID, output_dir=folder)
         for trial in range(n_trials)
         for task in tasks
         if not log.is_finished(task.name, trial)
     ]
-    progress = RunProgress(total=len(tasks) * n_trials, started_at=time.monotonic())
-    for result in log:
-        progress.add(result)
-    progress.skipped = progress.done
-    if on_progress is not None:
-        on_progress(progress, None)
-    gate = asyncio.Semaphore(max_concurrent_tasks)
-
-    async def one(task: Task, trial: int) -> None:
-        async with gate:
-            result = await run_trial(
-                task, agent, settings, trial=trial, run_id=RUN_ID, output_dir=folder
-            )
-            await log.append_async(result)
-        progress.add(result)
-        if on_progress is not None:
-            on_progress(progress, result)
-
     difficulties = {task.name: task.difficulty for task in tasks}
-    summary_file = folder / SUMMARY_FILE
-    try:
-        async with asyncio.TaskGroup() as group:
-            for task, trial in pending:
-                group.create_task(one(task, trial))
-    finally:
-        summary = summarize(log, difficulties=difficulties, notes=notes)
-        await asyncio.shield(asyncio.to_thread(write_summary, summary_file, summary))
-    return summary
+    return await run_jobs(
+        log,
+        jobs,
+        max_concurrent=max_concurrent_tasks,
+        summarize=lambda results: summarize(results, difficulties=difficulties, notes=notes),
+        summary_file=folder / SUMMARY_FILE,
+        on_result=progress.reporter(on_progress),
+    )

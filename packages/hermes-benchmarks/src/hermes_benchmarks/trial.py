@@ -45,13 +45,13 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from hermes_benchmarks.agents import Agent
 from hermes_benchmarks.artifacts import ArtifactManifest, collect_artifacts, promote_folder
 from hermes_benchmarks.errors import ImageError, TrialInfraError
 from hermes_benchmarks.images import TaskImage, prepare_task_image
-from hermes_benchmarks.results import Attempt, ErrorKind, TrialResult, TrialStatus
+from hermes_benchmarks.results import Attempt, TrialResult, TrialStatus, infra_attempt
 from hermes_benchmarks.sandboxes import close_fully, start_sandbox
 from hermes_benchmarks.settings import TrialSettings
 from hermes_benchmarks.task import Task
@@ -75,15 +75,6 @@ class _Clock:
         now = time.monotonic()
         self.timings[step] = round(self.timings.get(step, 0.0) + now - self._since, 4)
         self._since = now
-
-
-def _infra(kind: str, message: str, clock: _Clock) -> Attempt:
-    return Attempt(
-        status="infra_error",
-        error_kind=cast(ErrorKind, kind),
-        error=message,
-        timings=clock.timings,
-    )
 
 
 async def _image(task: Task, settings: TrialSettings) -> TaskImage:
@@ -215,9 +206,9 @@ async def run_attempt(
             finally:
                 clock.lap("verifier")
     except TrialInfraError as error:
-        attempt = _infra(error.kind, str(error), clock)
+        attempt = infra_attempt(error.kind, str(error), clock.timings)
     except SandboxError as error:  # the sandbox died under the agent or while stopping it
-        attempt = _infra("agent_crash", f"{type(error).__name__}: {error}", clock)
+        attempt = infra_attempt("agent_crash", f"{type(error).__name__}: {error}", clock.timings)
     else:
         status: TrialStatus = "pass" if reward >= 1.0 else "fail"
         attempt = Attempt(status=status, reward=reward, timings=clock.timings)
@@ -324,7 +315,7 @@ async def reverify_trial(
                 task, folder, manifest, settings, task_id=task_id, lap=clock.lap
             )
         except TrialInfraError as error:
-            attempt = _infra(error.kind, str(error), clock)
+            attempt = infra_attempt(error.kind, str(error), clock.timings)
         else:
             status: TrialStatus = "pass" if reward >= 1.0 else "fail"
             attempt = Attempt(status=status, reward=reward, timings=clock.timings)

@@ -27,23 +27,23 @@ import logging
 import shutil
 import time
 from collections.abc import AsyncIterator
+from functools import partial
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from atroposlib.envs.server_handling.server_manager import APIServerConfig
 from rich.console import Console
 
 from hermes_benchmarks.agents import SingleSandbox
-from hermes_benchmarks.errors import HermesBenchmarksError, TrialInfraError
-from hermes_benchmarks.results import Attempt, ErrorKind, ResultsLog, TrialStatus
-from hermes_benchmarks.run import RESULTS_FILE, SUMMARY_FILE
+from hermes_benchmarks.errors import HermesBenchmarksError, ResultsFileError, TrialInfraError
+from hermes_benchmarks.results import Attempt, TrialStatus, infra_attempt
+from hermes_benchmarks.run import SUMMARY_FILE, open_results, run_jobs
 from hermes_benchmarks.yc_bench.config import YCBenchEvalConfig
 from hermes_benchmarks.yc_bench.install import YCBenchInstall, ensure_yc_bench
 from hermes_benchmarks.yc_bench.prompt import SYSTEM_PROMPT, run_prompt
 from hermes_benchmarks.yc_bench.results import (
     YCRunResult,
     YCSummary,
-    read_runs,
     summarize_runs,
     table,
 )
@@ -65,7 +65,6 @@ from hermes_sandbox import (
     create_sandbox,
     sandbox_tools,
 )
-from hermes_sandbox.backends.local import reap_orphans
 
 __all__ = ["SIMS_DIR", "YCBenchEvalEnv"]
 
@@ -78,18 +77,6 @@ SIMS_DIR = "sims"
 def _fresh_dir(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
     path.mkdir(parents=True)
-
-
-def _write_summary(file: Path, summary: YCSummary) -> None:
-    temporary = file.with_suffix(".json.tmp")
-    temporary.write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    temporary.replace(file)
-
-
-def _infra(kind: str, message: str, timings: dict[str, float]) -> Attempt:
-    return Attempt(
-        status="infra_error", error_kind=cast(ErrorKind, kind), error=message, timings=timings
-    )
 
 
 class YCBenchEvalEnv(HermesAgentBaseEnv):
@@ -265,13 +252,15 @@ class YCBenchEvalEnv(HermesAgentBaseEnv):
                 )
                 lap("finish")
         except TrialInfraError as error:
-            return _infra(error.kind, str(error), timings), fields
+            return infra_attempt(error.kind, str(error), timings), fields
         except SandboxClosedError as error:
-            return _infra("agent_crash", f"the sandbox closed under the run: {error}", timings), {}
+            return infra_attempt(
+                "agent_crash", f"the sandbox closed under the run: {error}", timings
+            ), {}
         except SandboxError as error:
-            return _infra("sandbox_start", f"{type(error).__name__}: {error}", timings), {}
+            return infra_attempt("sandbox_start", f"{type(error).__name__}: {error}", timings), {}
         except OSError as error:
-            return _infra("sandbox_start", f"cannot prepare {sim_dir}: {error}", timings), {}
+            return infra_attempt("sandbox_start", f"cannot prepare {sim_dir}: {error}", timings), {}
         tampered = outcome.tampered(start.initial_funds_cents)
         survival = 1.0 if outcome.survived and not tampered else 0.0
         funds = 0.0
@@ -344,27 +333,22 @@ class YCBenchEvalEnv(HermesAgentBaseEnv):
         """
         cfg = self.config
         console = Console(highlight=False, soft_wrap=True)
-        results_file = self.output / RESULTS_FILE
         try:
-            log = await asyncio.to_thread(ResultsLog.open, results_file, resume=cfg.resume)
-            runs = await asyncio.to_thread(read_runs, results_file)
-        except (HermesBenchmarksError, ValueError) as error:
+            log = await open_results(self.output, YCRunResult, resume=cfg.resume)
+        except ResultsFileError as error:
             raise EnvSetupError(str(error)) from None
-        if cfg.resume:
-            await asyncio.to_thread(reap_orphans)
-        pending = [i for i in self.items if not log.is_finished(i["preset"], int(i["seed"]))]
+        jobs = [
+            partial(self.rollout_and_score_eval, item)
+            for item in self.items
+            if not log.is_finished(item["preset"], int(item["seed"]))
+        ]
         console.print(
-            f"YC-Bench: {len(self.items)} runs ({len(self.items) - len(pending)} already done), "
+            f"YC-Bench: {len(self.items)} runs ({len(self.items) - len(jobs)} already done), "
             f"results in {self.output}"
         )
-        gate = asyncio.Semaphore(cfg.max_concurrent_runs)
         start = time.time()
 
-        async def one(item: dict[str, Any]) -> None:
-            async with gate:
-                result = await self.rollout_and_score_eval(item)
-                await log.append_async(result)
-            runs.append(result)
+        def show(result: YCRunResult) -> None:
             self.stats.groups_done += 1
             if result.status == "infra_error":
                 self.stats.infra_failures += 1
@@ -376,15 +360,15 @@ class YCBenchEvalEnv(HermesAgentBaseEnv):
             )
             console.print(f"{result.preset} seed {result.seed}: {shown}")
 
-        try:
-            async with asyncio.TaskGroup() as group:
-                for item in pending:
-                    group.create_task(one(item))
-        finally:
-            summary = summarize_runs(runs)
-            await asyncio.shield(
-                asyncio.to_thread(_write_summary, self.output / SUMMARY_FILE, summary)
-            )
+        summary = await run_jobs(
+            log,
+            jobs,
+            max_concurrent=cfg.max_concurrent_runs,
+            summarize=summarize_runs,
+            summary_file=self.output / SUMMARY_FILE,
+            on_result=show,
+        )
+        runs = list(log)
         console.print(table(runs, summary))
         console.print(f"summary: {self.output / SUMMARY_FILE}")
         await self._log_metrics(summary, runs, start)
