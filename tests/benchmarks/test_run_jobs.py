@@ -208,3 +208,13 @@ async def test_resuming_reads_the_finished_lines_back_as_their_model_and_drops_a
     assert on_disk == summary.model_dump(mode="json")
     assert on_disk["overall"]["runs"] == 3
     assert on_disk["overall"]["mean_score"] == pytest.approx(2.0 / 3.0)
+
+
+async def test_resuming_a_file_of_other_results_names_the_line_and_what_it_should_be(
+    tmp_path: Path,
+) -> None:
+    plain = [result("fast_test", 1), result("fast_test", 2)]
+    (tmp_path / RESULTS_FILE).write_text("".join(r.model_dump_json() + "\n" for r in plain))
+    with pytest.raises(ResultsFileError, match=r"line 1 is not a YC-Bench run result \(preset"):
+        await open_results(tmp_path, YCRunResult, resume=True)
+    assert "line_name" not in yc_run("fast_test", 1, 0.5).model_dump()

@@ -15,7 +15,7 @@ import os
 import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Generic, Literal, TypeVar, cast, overload
+from typing import Any, ClassVar, Generic, Literal, TypeVar, cast, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -88,6 +88,9 @@ class TrialResult(BaseModel):
     """
 
     model_config = ConfigDict(frozen=True)
+
+    #: What a line of ``results.jsonl`` holding one is called in error messages.
+    line_name: ClassVar[str] = "trial result"
 
     task: str
     trial: int = Field(ge=0)
@@ -284,7 +287,7 @@ def _read(file: Path, model: type[ResultT]) -> tuple[dict[TrialKey, ResultT], in
             if last:
                 return finished, offset, len(data) - offset
             raise ResultsFileError(
-                f"{file} line {number} is not a trial result ({_brief(error)}); it was not "
+                f"{file} line {number} is not a {model.line_name} ({_brief(error)}); it was not "
                 "written by a hermes-bench run: move the file away or choose another output_dir"
             ) from None
         if last:

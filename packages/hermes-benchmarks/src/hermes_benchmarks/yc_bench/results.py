@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from rich.table import Table
@@ -26,6 +27,8 @@ __all__ = ["PresetSummary", "YCRunResult", "YCSummary", "read_runs", "summarize_
 
 class YCRunResult(TrialResult):
     """One finished (preset, seed) run (``task`` = preset, ``trial`` = seed)."""
+
+    line_name: ClassVar[str] = "YC-Bench run result"
 
     preset: str
     seed: int
