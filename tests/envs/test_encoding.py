@@ -150,7 +150,7 @@ def test_a_whole_rendered_conversation_and_its_pieces() -> None:
     hf = TOKENIZERS["shipped"]
     render = chat_template_renderer(hf)
     assert render is not None
-    conversation = [
+    conversation: list[dict[str, Any]] = [
         {"role": "user", "content": "List the files."},
         {
             "role": "assistant",
@@ -189,10 +189,64 @@ def test_remembers_at_most_cache_size_stretches() -> None:
     # Longer than any stretch it remembers.
     texts.append("<|im_start|>tool\n" + "output line\n" * (LONGEST_REMEMBERED // 10))
     for size in (0, 1, 2):
-        encoder = TextEncoder(hf, cache_size=size, remember_from=10)
+        encoder = TextEncoder(hf, cache_size=size, remember_from=10, short_cache_size=size)
         for _ in range(2):
             assert encoder.encode_many(texts) == [_own(hf, t) for t in texts]
             assert all(encoder(t) == _own(hf, t) for t in reversed(texts))
+
+
+class _CountingBackend:
+    """The real backend tokenizer, counting the texts it encodes."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.texts = 0
+
+    def encode(self, text: str, **options: Any) -> Any:
+        self.texts += 1
+        return self.inner.encode(text, **options)
+
+    def encode_batch_fast(self, texts: list[str], **options: Any) -> Any:
+        self.texts += len(texts)
+        return self.inner.encode_batch_fast(texts, **options)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class _CountingTokenizer:
+    """A fast tokenizer whose backend counts what it encodes."""
+
+    is_fast = True
+
+    def __init__(self, hf: Any) -> None:
+        self.hf = hf
+        self.backend_tokenizer = _CountingBackend(hf.backend_tokenizer)
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+        return list(self.hf.encode(text, add_special_tokens=add_special_tokens))
+
+
+def test_short_stretches_between_added_tokens_are_encoded_once() -> None:
+    hf = TOKENIZERS["shipped"]
+    counting = _CountingTokenizer(hf)
+    encoder = TextEncoder(counting)
+    turns = [
+        f"<|im_start|>user\nTask {n}<|im_end|>\n<|im_start|>assistant\nDone.<|im_end|>\n"
+        for n in range(5)
+    ]
+    assert encoder(turns[0]) == _own(hf, turns[0])
+    first = counting.backend_tokenizer.texts
+    assert first == 4  # "user\nTask 0", "\n", "assistant\nDone.", "\n"
+    for turn in turns[1:]:
+        assert encoder(turn) == _own(hf, turn)
+    # Afterwards only each new user stretch is encoded.
+    assert counting.backend_tokenizer.texts == first + 4
+    forgetful = _CountingTokenizer(hf)
+    encoder = TextEncoder(forgetful, short_cache_size=0)
+    for turn in turns:
+        assert encoder(turn) == _own(hf, turn)
+    assert forgetful.backend_tokenizer.texts == 4 * len(turns)
 
 
 class _PlainTokenizer:
@@ -256,8 +310,10 @@ def test_a_tokenizer_that_does_not_cut_at_added_tokens_gets_whole_texts(
 def test_bad_arguments_are_named() -> None:
     with pytest.raises(TypeError, match="needs a tokenizer with encode"):
         TextEncoder(object())
-    with pytest.raises(ValueError, match="cache_size and remember_from must be >= 0"):
+    with pytest.raises(ValueError, match="cache_size, remember_from and short_cache_size"):
         TextEncoder(TOKENIZERS["shipped"], cache_size=-1)
+    with pytest.raises(ValueError, match="must be >= 0, got 256, 256 and -1"):
+        TextEncoder(TOKENIZERS["shipped"], short_cache_size=-1)
     with pytest.raises(ValueError, match="must be >= 0"):
         TextEncoder(TOKENIZERS["shipped"], remember_from=-3)
 

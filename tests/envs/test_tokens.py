@@ -141,7 +141,7 @@ def test_phase2_refuses_empty_or_ragged_state() -> None:
 # -- the one-pass path against the reference: every turn rendered on its own -----------
 
 
-def _reference(
+def reference_tokens(
     messages: list[dict[str, Any]],
     render: Any,
     hf: Any,
@@ -283,7 +283,7 @@ def test_phase1_equals_the_per_turn_reference(
         eos_token="<|im_end|>",
         tools=tools,
     )
-    assert (out.tokens, out.masks, out.drift) == _reference(messages, render, HF, tools)
+    assert (out.tokens, out.masks, out.drift) == reference_tokens(messages, render, HF, tools)
 
 
 def test_phase1_renders_the_whole_once_and_two_per_turn_but_the_last() -> None:

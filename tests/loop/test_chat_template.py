@@ -314,6 +314,61 @@ def test_end_of_turn_is_what_follows_an_assistant_message() -> None:
     assert JinjaChatTemplate(refuses).end_of_turn() is None
 
 
+# {% generation %} blocks ---------------------------------------------------------------
+
+
+def test_generation_spans_mark_each_assistant_turn_and_change_no_text() -> None:
+    template = JinjaChatTemplate(CHATML_JINJA_TEMPLATE)
+    assert template.marks_generation
+    text, spans = template.render_spans(CONVERSATION, TOOLS, add_generation_prompt=True)
+    assert text == template(CONVERSATION, TOOLS) == EXPECTED
+    marked = [text[start:end] for start, end in spans]
+    assert marked == [
+        "<think>\nTwo calls.\n</think>\n\nListing both.\n"
+        '<tool_call>\n{"name": "terminal", "arguments": {"command": "ls /tmp"}}\n</tool_call>\n'
+        '<tool_call>\n{"name": "terminal", "arguments": {"command": "ls /var"}}\n</tool_call>'
+        "<|im_end|>",
+        "a.txt and log.<|im_end|>",
+    ]
+    # Each span starts right after the assistant header and ends before the newline.
+    for start, end in spans:
+        assert text[:start].endswith(GENERATION_PROMPT)
+        assert text[end] == "\n"
+
+
+def test_a_template_without_blocks_marks_nothing() -> None:
+    template = JinjaChatTemplate(GEMMA_LIKE)
+    assert not template.marks_generation
+    text, spans = template.render_spans([{"role": "user", "content": "x"}])
+    assert text == template([{"role": "user", "content": "x"}], add_generation_prompt=False)
+    assert spans == []
+
+
+def test_a_block_written_elsewhere_than_rendered_is_refused() -> None:
+    # A block inside a macro is rendered into the macro's buffer and written later, so
+    # the offset seen while rendering is not where its text ends up.
+    inside_macro = (
+        "{% macro turn(m) %}[{% generation %}{{ m.content }}{% endgeneration %}]{% endmacro %}"
+        "{% for m in messages %}{{ m.role }}: {{ turn(m) }}\n{% endfor %}"
+    )
+    template = JinjaChatTemplate(inside_macro)
+    assert template.marks_generation
+    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]
+    assert template(messages) == "user: [hi]\nassistant: [yo]\n"
+    with pytest.raises(ChatTemplateError, match="not written where it is rendered"):
+        template.render_spans(messages)
+
+
+def test_tools_and_documents_are_none_when_not_given_as_in_transformers() -> None:
+    probe = JinjaChatTemplate(
+        "{% if tools is not none %}T{{ tools | length }}{% endif %}"
+        "{% if documents is none %}D{% endif %}{% if tools is defined %}d{% endif %}"
+    )
+    assert probe([]) == "Dd"
+    assert probe([], tools=[]) == "T0Dd"
+    assert probe([], tools=TOOLS) == "T1Dd"
+
+
 def test_template_errors_name_the_cause() -> None:
     assert issubclass(ChatTemplateError, HermesLoopError)
     assert issubclass(ChatTemplateError, ValueError)

@@ -45,7 +45,12 @@ from hermes_envs.config import AGENT_TOOLSETS, HermesAgentEnvConfig
 from hermes_envs.errors import EnvSetupError, RunAbortedError
 from hermes_envs.rollout import RolloutOutcome, run_rollout
 from hermes_envs.scoring.encoding import TextEncoder
-from hermes_envs.scoring.tokens import TokenizedRollout, chat_template_tokens, managed_tokens
+from hermes_envs.scoring.tokens import (
+    Marked,
+    TokenizedRollout,
+    chat_template_tokens,
+    managed_tokens,
+)
 from hermes_envs.stats import ProgressReporter, RunStats
 from hermes_envs.tokenizer import (
     TokenizerLoadError,
@@ -209,13 +214,17 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         self._reopen_group_writer()
         self.loop_tokenizer: TransformersTokenizer | None = None
         self.render: Callable[..., str] = _chatml
+        self.marked: Marked | None = None
         self.encode: TextEncoder | None = None
         if eval_only:
             self.tokenizer = None
             config.tokenizer_name = None
         else:
             self.loop_tokenizer = TransformersTokenizer(self.tokenizer)
-            self.render = chat_template_renderer(self.tokenizer) or _chatml
+            renderer = chat_template_renderer(self.tokenizer)
+            if renderer is not None:
+                self.render = renderer
+                self.marked = renderer.marked
             self.encode = TextEncoder(self.tokenizer)
         self.pool = SandboxPool(
             config.terminal_backend,
@@ -414,6 +423,7 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
             encode_many=self.encode.encode_many,
             eos_token=tokenizer.eos_token,
             tools=tools.schemas() or None,
+            marked=self.marked,
         )
 
     def build_group(

@@ -4,20 +4,25 @@ Atropos' ``BaseEnv`` loads a ``transformers`` tokenizer (``env.tokenizer_name``:
 directory or a hub name; ``None`` for an environment that only evaluates).
 ``hermes_loop.transformers_tokenizer`` gives it the small ``Tokenizer`` protocol of
 ``hermes_loop.tokenizer``, and ``chat_template_renderer`` renders prompts with the
-tokenizer's own chat template, so the Phase 2 prompts are the ones the model was trained
-on.
+tokenizer's own chat template (the text of ``tokenizer.apply_chat_template(...,
+tokenize=False)``), so the Phase 2 prompts are the ones the model was trained on and the
+Phase 1 training text is the one the model reads. A template that marks the model's
+text with ``{% generation %}`` blocks also tells, in the same render, where each
+assistant turn is (``TemplateRenderer.marked``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from importlib import resources
 from typing import Any
 
+from hermes_loop.jinja_template import GenerationSpanError, JinjaChatTemplate
 from hermes_loop.tokenizer import DEFAULT_TOKENIZER_DIR
 
 __all__ = [
+    "TemplateRenderer",
     "TokenizerLoadError",
     "chat_template_renderer",
     "shipped_tokenizer_dir",
@@ -66,24 +71,86 @@ def template_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, A
     return out
 
 
-def chat_template_renderer(tokenizer: Any) -> Callable[..., str] | None:
-    """A ``render(messages, tools=..., add_generation_prompt=...)`` over the tokenizer's
-    chat template, or ``None`` when it has none (hermes-loop then uses ChatML)."""
-    if not getattr(tokenizer, "chat_template", None):
-        return None
+class TemplateRenderer:
+    """A tokenizer's chat template as ``render(messages, tools=..., add_generation_prompt=...)``.
 
-    def render(
+    The text is that of ``tokenizer.apply_chat_template(messages, tools=...,
+    add_generation_prompt=..., tokenize=False)``: the template ``transformers`` would pick
+    (``get_chat_template``: the ``tool_use`` one of a set when tools are given), the
+    tokenizer's special tokens as variables, rendered in the same sandboxed Jinja
+    environment (``hermes_loop.jinja_template.JinjaChatTemplate``). Tool-call arguments
+    held as JSON text are handed to the template as objects (``template_messages``).
+    The template is compiled once, and the special tokens read once, not per render.
+
+    Raises:
+        ChatTemplateError: (a ``ValueError``) on a call, if the template refuses or fails
+            on the conversation.
+    """
+
+    def __init__(self, tokenizer: Any) -> None:
+        self._tokenizer = tokenizer
+        self._variables = dict(tokenizer.special_tokens_map)
+        self._compiled: dict[str, JinjaChatTemplate] = {}
+        self._templates: dict[bool, JinjaChatTemplate] = {}
+
+    def _template(self, tools: Sequence[Mapping[str, Any]] | None) -> JinjaChatTemplate:
+        # transformers picks per call: with tools (even none), a set's ``tool_use``
+        # template; without, its ``default`` (a ValueError when the set has no such one).
+        with_tools = tools is not None
+        template = self._templates.get(with_tools)
+        if template is None:
+            tokenizer = self._tokenizer
+            source = tokenizer.get_chat_template(None, [] if with_tools else None)
+            template = self._compiled.get(source)
+            if template is None:
+                template = JinjaChatTemplate(
+                    source, bos_token=tokenizer.bos_token, eos_token=tokenizer.eos_token
+                )
+                self._compiled[source] = template
+            self._templates[with_tools] = template
+        return template
+
+    def __call__(
+        self,
         messages: Sequence[Mapping[str, Any]],
         tools: Sequence[Mapping[str, Any]] | None = None,
         add_generation_prompt: bool = True,
     ) -> str:
-        return str(
-            tokenizer.apply_chat_template(
-                template_messages(messages),
-                tools=list(tools) if tools else None,
-                add_generation_prompt=add_generation_prompt,
-                tokenize=False,
-            )
+        """The conversation as the model reads it."""
+        return self._template(tools)(
+            template_messages(messages),
+            tools=tools,
+            add_generation_prompt=add_generation_prompt,
+            **self._variables,
         )
 
-    return render
+    def marked(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None
+    ) -> tuple[str, list[tuple[int, int]]] | None:
+        """The whole conversation (no generation prompt) and the character spans of the
+        model's text in it, from one render; ``None`` when the template does not mark
+        the model's text, or marks it inside a macro (where its place is not known).
+
+        Raises:
+            ChatTemplateError: if the template refuses or fails on the conversation.
+        """
+        template = self._template(tools)
+        if not template.marks_generation:
+            return None
+        try:
+            return template.render_spans(
+                template_messages(messages),
+                tools=tools,
+                add_generation_prompt=False,
+                **self._variables,
+            )
+        except GenerationSpanError:
+            return None
+
+
+def chat_template_renderer(tokenizer: Any) -> TemplateRenderer | None:
+    """The tokenizer's chat template as a ``TemplateRenderer``, or ``None`` when it has
+    none (hermes-loop then uses ChatML)."""
+    if not getattr(tokenizer, "chat_template", None):
+        return None
+    return TemplateRenderer(tokenizer)

@@ -390,6 +390,7 @@ CHATML_JINJA_TEMPLATE = r"""{#- ChatML + Hermes tool calls, as chat_template.ren
         {{- '<|im_start|>' + message.role + '\n' + text(message.content) + '<|im_end|>\n' }}
     {%- elif message.role == 'assistant' %}
         {{- '<|im_start|>assistant\n' }}
+        {%- generation %}
         {%- if message.reasoning_content is defined and message.reasoning_content is not none %}
             {%- set reasoning = message.reasoning_content | trim %}
         {%- elif message.reasoning is defined and message.reasoning is not none %}
@@ -425,7 +426,9 @@ CHATML_JINJA_TEMPLATE = r"""{#- ChatML + Hermes tool calls, as chat_template.ren
         {%- else %}
             {{- content }}
         {%- endif %}
-        {{- '<|im_end|>\n' }}
+        {{- '<|im_end|>' }}
+        {%- endgeneration %}
+        {{- '\n' }}
     {%- elif message.role == 'tool' %}
         {%- if loop.first or loop.previtem.role != 'tool' %}
             {{- '<|im_start|>tool\n' }}

@@ -60,8 +60,11 @@ class TextEncoder:
     through that, text by text.
 
     Stretches of ``remember_from`` to ``LONGEST_REMEMBERED`` characters are remembered
-    (the last ``cache_size`` of them, their ids as 32-bit arrays). Each call returns new
-    lists, which the caller may change.
+    (the last ``cache_size`` of them, their ids as 32-bit arrays), and apart from them
+    the last ``short_cache_size`` shorter ones: the bits of template text between added
+    tokens (``"\n"``, ``"assistant\n"`` ...) come back in every rollout, and one call of
+    the tokenizer costs 10-40 us however short its text. Each call returns new lists,
+    which the caller may change.
 
     Thread-safe: calls from several threads take turns (the environment makes its tokens
     on one tokenizer thread, but ``tokenize_rollout`` may be called from anywhere).
@@ -77,14 +80,22 @@ class TextEncoder:
         ValueError: if ``cache_size`` or ``remember_from`` is negative.
     """
 
-    def __init__(self, tokenizer: Any, *, cache_size: int = 256, remember_from: int = 256):
+    def __init__(
+        self,
+        tokenizer: Any,
+        *,
+        cache_size: int = 256,
+        remember_from: int = 256,
+        short_cache_size: int = 4096,
+    ):
         if not callable(getattr(tokenizer, "encode", None)):
             raise TypeError(
                 f"TextEncoder needs a tokenizer with encode(); got {type(tokenizer).__name__}"
             )
-        if cache_size < 0 or remember_from < 0:
+        if cache_size < 0 or remember_from < 0 or short_cache_size < 0:
             raise ValueError(
-                f"cache_size and remember_from must be >= 0, got {cache_size} and {remember_from}"
+                "cache_size, remember_from and short_cache_size must be >= 0, got "
+                f"{cache_size}, {remember_from} and {short_cache_size}"
             )
         self._tokenizer = tokenizer
         backend = getattr(tokenizer, "backend_tokenizer", None)
@@ -103,7 +114,9 @@ class TextEncoder:
             else None
         )
         self._cache: OrderedDict[Stretch, array[int]] = OrderedDict()
+        self._short: OrderedDict[Stretch, array[int]] = OrderedDict()
         self._cache_size = cache_size
+        self._short_cache_size = short_cache_size
         self._remember_from = remember_from
         self._lock = threading.Lock()
 
@@ -127,12 +140,13 @@ class TextEncoder:
             for part in plan:
                 if isinstance(part, int) or part in known:
                     continue
-                cached = self._cache.get(part)
+                cache = self._cache_for(part)
+                cached = cache.get(part)
                 if cached is None:
                     known[part] = []
                     missing.append(part)
                 else:
-                    self._cache.move_to_end(part)
+                    cache.move_to_end(part)
                     known[part] = cached
         if missing:
             try:
@@ -141,13 +155,18 @@ class TextEncoder:
                 logger.warning("%s; encoding whole texts from now on", exc)
                 self._cut_pattern = None
                 self._cache.clear()
+                self._short.clear()
                 return self._encode_cut(texts)
             for part, found in zip(missing, fresh, strict=True):
                 known[part] = found
-                if self._cache_size and self._remember_from <= len(part[1]) <= LONGEST_REMEMBERED:
-                    self._cache[part] = array("i", found)
-                    if len(self._cache) > self._cache_size:
-                        self._cache.popitem(last=False)
+                if len(part[1]) > LONGEST_REMEMBERED:
+                    continue
+                cache = self._cache_for(part)
+                size = self._cache_size if cache is self._cache else self._short_cache_size
+                if size:
+                    cache[part] = array("i", found)
+                    if len(cache) > size:
+                        cache.popitem(last=False)
         out: list[list[int]] = []
         for plan in plans:
             ids: list[int] = []
@@ -158,6 +177,9 @@ class TextEncoder:
                     ids += known[part]
             out.append(ids)
         return out
+
+    def _cache_for(self, part: Stretch) -> OrderedDict[Stretch, array[int]]:
+        return self._cache if len(part[1]) >= self._remember_from else self._short
 
     def _plan(self, text: str) -> list[Stretch | int]:
         """``text`` as added-token ids and stretches (with the added tokens around them)."""

@@ -3,7 +3,9 @@
 Phase 1 (a chat-completions server gives no token ids): the conversation is rendered
 with the tokenizer's chat template, tool calls written the way the template writes
 them, and tokenized piece by piece (prompt, assistant turn, prompt, ..., rest); every
-assistant turn is unmasked, everything else is ``-100``.
+assistant turn is unmasked, everything else is ``-100``. Where each assistant turn is
+comes from the template's ``{% generation %}`` blocks when it has them (one render), else
+from rendering the conversation up to each turn.
 
 Phase 2 (a raw ``/generate`` server): the exact token ids, masks and logprobs hermes-loop
 recorded in ``managed_state``. A conversation is one sequence as long as each prompt
@@ -18,13 +20,19 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MASKED", "TokenizedRollout", "chat_template_tokens", "managed_tokens"]
+__all__ = ["MASKED", "Marked", "TokenizedRollout", "chat_template_tokens", "managed_tokens"]
 
 #: The mask value of positions with no loss (Atropos' convention).
 MASKED = -100
 
 Render = Callable[..., str]
 EncodeMany = Callable[[Sequence[str]], list[list[int]]]
+#: ``marked(messages, tools) -> (whole text, [(start, end), ...]) | None``: the model's
+#: text in one render (``hermes_envs.tokenizer.TemplateRenderer.marked``).
+Marked = Callable[
+    [Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]] | None],
+    "tuple[str, list[tuple[int, int]]] | None",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,8 +60,14 @@ def chat_template_tokens(
     encode_many: EncodeMany,
     eos_token: str,
     tools: Sequence[Mapping[str, Any]] | None = None,
+    marked: Marked | None = None,
 ) -> TokenizedRollout:
     """Phase 1 tokens and masks from a chat template.
+
+    With ``marked`` (a template with ``{% generation %}`` blocks), the conversation is
+    rendered once and the marked spans are the assistant turns, as the template's author
+    marked them; assistant turns left unmarked are counted in ``drift``. Without it, or
+    when it returns ``None``, each turn is found by rendering, as follows.
 
     The conversation is rendered whole. Each assistant turn's text is what rendering
     ``messages[: i + 1]`` adds to ``messages[:i]`` with the generation prompt: the model's
@@ -74,10 +88,16 @@ def chat_template_tokens(
             ``TextEncoder.encode_many``).
         eos_token: the end-of-turn token text.
         tools: the tool schemas the rollout was offered.
+        marked: the template's marked render, if it has one.
 
     Raises:
         ValueError: if the template cannot render the conversation.
     """
+    found = marked(messages, tools) if marked is not None else None
+    if found is not None:
+        full, spans = found
+        turns = sum(1 for message in messages if message.get("role") == "assistant")
+        return _encode_spans(full, spans, turns, encode_many)
     full = render(messages, tools=tools, add_generation_prompt=False)
     last = len(messages) - 1
     pieces: list[str] = []
@@ -106,10 +126,32 @@ def chat_template_tokens(
         pieces += [full[cursor:start], full[start:end]]
         cursor = end
     pieces.append(full[cursor:])
-    encoded = encode_many(pieces)
+    return _encode(pieces, encode_many, drift)
+
+
+def _encode_spans(
+    full: str, spans: Sequence[tuple[int, int]], turns: int, encode_many: EncodeMany
+) -> TokenizedRollout:
+    """Tokens of ``full`` with the ``spans`` unmasked; a span that overlaps the one
+    before it stays masked, and every assistant turn without a span is drift."""
+    pieces: list[str] = []
+    cursor = 0
+    kept = 0
+    for start, end in spans:
+        if start < cursor:
+            continue
+        pieces += [full[cursor:start], full[start:end]]
+        cursor = end
+        kept += 1
+    pieces.append(full[cursor:])
+    return _encode(pieces, encode_many, max(0, turns - kept))
+
+
+def _encode(pieces: Sequence[str], encode_many: EncodeMany, drift: int) -> TokenizedRollout:
+    """``pieces`` alternate masked and unmasked text (masked first), encoded together."""
     tokens: list[int] = []
     masks: list[int] = []
-    for number, ids in enumerate(encoded):
+    for number, ids in enumerate(encode_many(pieces)):
         tokens += ids
         masks += ids if number % 2 else [MASKED] * len(ids)
     return TokenizedRollout(tokens, masks, None, drift)
