@@ -279,7 +279,8 @@ async def measure(
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for level in levels:
-            rollouts = max(level * 2, scale)
+            # Enough rollouts per run that a run lasts seconds, not a scheduler's hiccup.
+            rollouts = max(level * 4, scale)
             await run_loop(base_url, level, min(rollouts, 8), isolation)  # warm up
             best: dict[str, tuple[float, Timers]] = {}
             paired: list[float] = []
@@ -409,7 +410,7 @@ def main() -> int:
         "--no-serve", action="store_true", help="skip the serve throughput (1 and 2 processes)"
     )
     args = cli.parse_args()
-    rounds, scale = (3, 32) if args.quick else (5, 64)
+    rounds, scale = (3, 64) if args.quick else (5, 256)
     window = 5.0 if args.quick else 8.0
     served: list[dict[str, float]] = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import jsonlines
+
 from hermes_envs import TerminalTestEnv, terminal_test_oracle
 from hermes_envs.envs.terminal_test import TASKS
+from hermes_envs.group_file import GroupFile
 from hermes_loop.server import ModelServer, Policy
 
 from .support import env_config, server
@@ -42,3 +45,38 @@ async def test_the_viewer_page_can_be_left_out(tmp_path: Path) -> None:
     _, out = await _process(tmp_path, write_viewer_html=False)
     assert len(out.read_text().splitlines()) == len(TASKS)
     assert not out.with_suffix(".html").exists()
+
+
+async def test_a_group_line_is_the_one_atropos_writes(tmp_path: Path) -> None:
+    _, out = await _process(tmp_path, write_viewer_html=False)
+    first = json.loads(out.read_text().splitlines()[0])
+    # A fresh environment (the one that ran is closed); it makes no model call here.
+    config = env_config(data_path_to_save_groups=str(tmp_path / "unused.jsonl"))
+    env = TerminalTestEnv(config, [server("http://127.0.0.1:9")])
+    env.max_token_len = config.max_token_length
+    lines: dict[str, list[str]] = {}
+    for name in ("ours", "atropos"):
+        path = tmp_path / f"{name}.jsonl"
+        # Ours: the env's own group file; Atropos': its jsonlines writer.
+        env.jsonl_writer = GroupFile(path) if name == "ours" else jsonlines.open(path, mode="w")
+        bare = {k: v for k, v in first.items() if k in ("tokens", "masks", "scores", "messages")}
+        good = {**bare, "scores": [1.0, 0.0], "group_overrides": {}}
+        short = {**bare, "tokens": first["tokens"][:1], "group_overrides": {}}
+        tied = {**bare, "scores": [0.5, 0.5], "group_overrides": {}}
+        for must_differ in (False, True):
+            env.config = env.config.model_copy(update={"ensure_scores_are_not_same": must_differ})
+            for group in (good, short, tied):
+                copy = json.loads(json.dumps(group))
+                if name == "ours":
+                    await env.write_group(copy, None)
+                else:
+                    await env.handle_send_to_api(
+                        copy, None, do_send_to_api=False, abort_on_any_max_length_exceeded=False
+                    )
+        env.jsonl_writer.close()
+        lines[name] = path.read_text().splitlines()
+    # good and tied, then (scores must differ) good only: the same lines, byte for byte.
+    assert len(lines["ours"]) == 3
+    assert lines["ours"] == lines["atropos"]
+    assert json.loads(lines["ours"][0])["distill_logprobs"] is None
+    await env.close()

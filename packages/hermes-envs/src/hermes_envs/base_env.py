@@ -35,7 +35,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import jsonlines
 from atroposlib.envs.base import BaseEnv, ScoredDataGroup
 from atroposlib.envs.server_handling.server_manager import APIServerConfig, ServerBaseline
 from atroposlib.frontend.jsonl2html import generate_html
@@ -43,6 +42,7 @@ from atroposlib.frontend.jsonl2html import generate_html
 from hermes_envs.cli import run_cli
 from hermes_envs.config import AGENT_TOOLSETS, HermesAgentEnvConfig
 from hermes_envs.errors import EnvSetupError, RunAbortedError
+from hermes_envs.group_file import GroupFile
 from hermes_envs.rollout import RolloutOutcome, run_rollout
 from hermes_envs.scoring.encoding import TextEncoder
 from hermes_envs.scoring.tokens import (
@@ -82,6 +82,15 @@ logger = logging.getLogger(__name__)
 
 #: ``openai.server_type`` values and the phase each one runs in.
 PHASES = {"openai": 1, "vllm": 2}
+
+#: The fields Atropos' ``handle_send_to_api`` sets to ``None`` when a group lacks them.
+_OPTIONAL_GROUP_FIELDS = (
+    "ref_logprobs",
+    "overrides",
+    "group_overrides",
+    "distill_token_ids",
+    "distill_logprobs",
+)
 
 _SET_TOKENIZER = (
     "set --env.tokenizer_name to a local tokenizer directory or a Hugging Face hub name"
@@ -526,13 +535,45 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
             return
         path = self.config.data_path_to_save_groups
         writer.close()
-        self.jsonl_writer = jsonlines.open(path, mode="a", flush=True)
+        self.jsonl_writer = GroupFile(path)
 
-    async def write_group(self, group: ScoredDataGroup, item: Any) -> None:
-        """Write one group to the group file (as Atropos' ``process`` does)."""
-        await self.handle_send_to_api(
-            group, item, do_send_to_api=False, abort_on_any_max_length_exceeded=False
-        )
+    async def write_group(self, group: ScoredDataGroup, item: Any) -> bool:
+        """Write one group as a line of the group file (flushed), as Atropos' ``process``
+        does: a group whose token lists do not match its group size, or (with
+        ``ensure_scores_are_not_same``) whose scores are all equal, is skipped with a
+        warning; the optional fields Atropos fills in are set to ``None``.
+
+        With wandb on this is Atropos' own ``handle_send_to_api``; off, the same checks
+        and line without what only wandb uses (per-token completion lengths, the rollout
+        table) and without an INFO log record per line. Returns whether it was written.
+        """
+        if self.config.use_wandb:
+            await self.handle_send_to_api(
+                group, item, do_send_to_api=False, abort_on_any_max_length_exceeded=False
+            )
+            return True
+        overrides = group.get("group_overrides") or {}
+        size = overrides.get("group_size", self.config.group_size)
+        if None in group or len(group.get("tokens", [])) != size:
+            logger.warning(
+                "skipping a group whose token lists do not match its group size (%d): %s",
+                size,
+                str(group)[:200],
+            )
+            return False
+        if self.config.ensure_scores_are_not_same and len(set(group["scores"])) == 1:
+            logger.warning("skipping a group whose scores are all the same")
+            return False
+        for name in _OPTIONAL_GROUP_FIELDS:
+            group.setdefault(name, None)
+        writer = self.jsonl_writer
+        if isinstance(writer, GroupFile):
+            # The text is made on the tokenizer thread (a group's tokens make long lines).
+            loop = asyncio.get_running_loop()
+            writer.write_line(await loop.run_in_executor(self.token_executor, writer.encode, group))
+        elif writer is not None:
+            writer.write(group)
+        return True
 
     async def process_manager(self) -> None:
         """``process``: ``n_groups_to_process`` groups to the JSONL file, as they finish.
@@ -594,8 +635,6 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
                             self.stats.groups_done += 1
                             if self.config.use_wandb:
                                 await self.wandb_log()
-                            else:  # gathered for wandb only: drop, not summed up per group
-                                self.completion_lengths.clear()
                         elif pending.attempts <= self.config.infra_retries:
                             retry.append(pending)
                         else:
