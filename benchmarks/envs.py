@@ -410,7 +410,7 @@ def main() -> int:
         "--no-serve", action="store_true", help="skip the serve throughput (1 and 2 processes)"
     )
     args = cli.parse_args()
-    rounds, scale = (3, 64) if args.quick else (5, 256)
+    rounds, scale = (3, 64) if args.quick else (7, 256)
     window = 5.0 if args.quick else 8.0
     served: list[dict[str, float]] = []
     with tempfile.TemporaryDirectory() as tmp:
