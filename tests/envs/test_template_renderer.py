@@ -16,8 +16,8 @@ from hermes_envs.tokenizer import TemplateRenderer, chat_template_renderer, temp
 from hermes_loop.chat_template import CHATML_JINJA_TEMPLATE
 from hermes_loop.jinja_template import ChatTemplateError
 
+from .conversations import TOOLS, conversations, reference_tokens
 from .support import TOKENIZER
-from .test_tokens import TOOLS, conversations, reference_tokens
 
 #: Uses what transformers passes besides messages: special tokens, ``tools is not
 #: none``, ``documents``; no generation blocks.
