@@ -19,7 +19,8 @@ Rendering needs ``jinja2``, which comes with the ``hermes-loop[server]`` extra.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -169,12 +170,8 @@ class JinjaChatTemplate:
                 this conversation; the message carries the template's own words.
         """
         context = self._context(messages, tools, add_generation_prompt, variables)
-        try:
+        with self._template_errors():
             return str(self._template.render(**context))
-        except self._error as exc:
-            raise ChatTemplateError(f"the chat template refused the conversation: {exc}") from exc
-        except (TypeError, KeyError, AttributeError) as exc:
-            raise ChatTemplateError(f"the chat template failed on the conversation: {exc}") from exc
 
     def render_spans(
         self,
@@ -199,13 +196,10 @@ class JinjaChatTemplate:
         pieces: list[str] = []
         token = _RENDERING.set(spans)
         try:
-            for piece in self._template.generate(**context):
-                pieces.append(piece)
-                spans.length += len(piece)
-        except self._error as exc:
-            raise ChatTemplateError(f"the chat template refused the conversation: {exc}") from exc
-        except (TypeError, KeyError, AttributeError) as exc:
-            raise ChatTemplateError(f"the chat template failed on the conversation: {exc}") from exc
+            with self._template_errors():
+                for piece in self._template.generate(**context):
+                    pieces.append(piece)
+                    spans.length += len(piece)
         finally:
             _RENDERING.reset(token)
         text = "".join(pieces)
@@ -219,6 +213,16 @@ class JinjaChatTemplate:
                 )
             found.append((start, end))
         return text, found
+
+    @contextmanager
+    def _template_errors(self) -> Iterator[None]:
+        """What a render raises, as ``ChatTemplateError`` with the template's words."""
+        try:
+            yield
+        except self._error as exc:
+            raise ChatTemplateError(f"the chat template refused the conversation: {exc}") from exc
+        except (TypeError, KeyError, AttributeError) as exc:
+            raise ChatTemplateError(f"the chat template failed on the conversation: {exc}") from exc
 
     def _context(
         self,

@@ -73,11 +73,13 @@ class TextEncoder:
         tokenizer: a ``transformers`` tokenizer, or anything with
             ``encode(text, add_special_tokens=False) -> list[int]``.
         cache_size: how many long stretches to remember (0: none).
-        remember_from: the length from which a stretch is remembered.
+        remember_from: the length from which a stretch counts as long.
+        short_cache_size: how many shorter stretches to remember (0: none).
 
     Raises:
         TypeError: if ``tokenizer`` has no ``encode``.
-        ValueError: if ``cache_size`` or ``remember_from`` is negative.
+        ValueError: if ``cache_size``, ``remember_from`` or ``short_cache_size`` is
+            negative.
     """
 
     def __init__(
@@ -140,7 +142,7 @@ class TextEncoder:
             for part in plan:
                 if isinstance(part, int) or part in known:
                     continue
-                cache = self._cache_for(part)
+                cache, _size = self._cache_for(part)
                 cached = cache.get(part)
                 if cached is None:
                     known[part] = []
@@ -161,8 +163,7 @@ class TextEncoder:
                 known[part] = found
                 if len(part[1]) > LONGEST_REMEMBERED:
                     continue
-                cache = self._cache_for(part)
-                size = self._cache_size if cache is self._cache else self._short_cache_size
+                cache, size = self._cache_for(part)
                 if size:
                     cache[part] = array("i", found)
                     if len(cache) > size:
@@ -178,8 +179,11 @@ class TextEncoder:
             out.append(ids)
         return out
 
-    def _cache_for(self, part: Stretch) -> OrderedDict[Stretch, array[int]]:
-        return self._cache if len(part[1]) >= self._remember_from else self._short
+    def _cache_for(self, part: Stretch) -> tuple[OrderedDict[Stretch, array[int]], int]:
+        """The memory for ``part`` (long or short stretches) and how many it holds."""
+        if len(part[1]) >= self._remember_from:
+            return self._cache, self._cache_size
+        return self._short, self._short_cache_size
 
     def _plan(self, text: str) -> list[Stretch | int]:
         """``text`` as added-token ids and stretches (with the added tokens around them)."""
