@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import jsonlines
 
@@ -15,7 +16,9 @@ from hermes_loop.server import ModelServer, Policy
 from .support import env_config, server
 
 
-async def _process(tmp_path: Path, **overrides: object) -> tuple[TerminalTestEnv, Path]:
+async def _process(
+    tmp_path: Path, env_class: type[TerminalTestEnv] = TerminalTestEnv, **overrides: object
+) -> tuple[TerminalTestEnv, Path]:
     out = tmp_path / "groups.jsonl"
     config = env_config(
         data_path_to_save_groups=str(out),
@@ -25,7 +28,7 @@ async def _process(tmp_path: Path, **overrides: object) -> tuple[TerminalTestEnv
         **overrides,
     )
     async with ModelServer(Policy(terminal_test_oracle)) as model:
-        env = TerminalTestEnv(config, [server(model.base_url)])
+        env = env_class(config, [server(model.base_url)])
         env.n_groups_to_process = len(TASKS)
         await env.process_manager()
     return env, out
@@ -80,3 +83,33 @@ async def test_a_group_line_is_the_one_atropos_writes(tmp_path: Path) -> None:
     assert lines["ours"] == lines["atropos"]
     assert json.loads(lines["ours"][0])["distill_logprobs"] is None
     await env.close()
+
+
+class _Postprocessed(TerminalTestEnv):
+    """Overrides Atropos' postprocess_histories hook (as is, counting its calls)."""
+
+    async def postprocess_histories(self, trajectories: Any) -> Any:
+        self.postprocessed = getattr(self, "postprocessed", 0) + 1
+        return trajectories
+
+
+async def test_lines_made_beside_the_tokens_equal_the_hooked_path(tmp_path: Path) -> None:
+    # Without overrides, a group's line is made with its tokens on the tokenizer thread;
+    # an overridden postprocess_histories is called and its group written by write_group.
+    # Both write what Atropos' writer writes for the group, and the same groups.
+    _, fast = await _process(tmp_path / "fast", write_viewer_html=False)
+    env, hooked = await _process(tmp_path / "hooked", _Postprocessed, write_viewer_html=False)
+    assert getattr(env, "postprocessed", 0) == len(TASKS)
+
+    def groups(path: Path) -> list[dict[str, Any]]:
+        lines = path.read_text().splitlines()
+        parsed = [json.loads(line) for line in lines]
+        assert lines == [json.dumps(group, ensure_ascii=False) for group in parsed]
+        # Call ids differ between runs; tokens, masks and scores do not.
+        return sorted(
+            ({k: group[k] for k in ("tokens", "masks", "scores")} for group in parsed),
+            key=json.dumps,
+        )
+
+    assert groups(fast) == groups(hooked)
+    assert len(groups(fast)) == len(TASKS)

@@ -108,6 +108,16 @@ class _Pending:
     attempts: int = 0
 
 
+@dataclass(slots=True)
+class _Scored:
+    """A group as ``collect_trajectories`` returns it (``group``, ``backlog``) and, when
+    made with its tokens, its line of the group file ("" when the checks skip it)."""
+
+    group: ScoredDataGroup | None
+    backlog: list[Any]
+    line: str | None = None
+
+
 def item_seed(item: Any) -> str:
     """A stable seed for ``item`` (same item, same tools, across processes)."""
     text = json.dumps(item, sort_keys=True, default=repr)
@@ -256,6 +266,8 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         self.endpoints: list[ChatServer] = [self._endpoint(server) for server in servers]
         self.phase = PHASES[servers[0].server_type]
         self._endpoint_turn = itertools.count()
+        self._task_prefix = f"{self.name or type(self).__name__}-{uuid.uuid4().hex[:12]}"
+        self._task_count = itertools.count(1)
         self._closed = False
 
     # -- what a subclass writes -------------------------------------------------------
@@ -320,8 +332,9 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         return self.loop_tokenizer
 
     def new_task_id(self) -> str:
-        """A fresh task id (one sandbox each)."""
-        return f"{self.name or type(self).__name__}-{uuid.uuid4().hex[:12]}"
+        """A fresh task id (one sandbox each): the env's name, a random part drawn once
+        per environment, and a count, so ids never repeat within or across processes."""
+        return f"{self._task_prefix}-{next(self._task_count)}"
 
     # -- rollouts ------------------------------------------------------------------------
 
@@ -369,15 +382,19 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
             infra_exceptions=(SandboxClosedError, SandboxStartError),
         )
 
-    async def run_rollouts(self, item: Any, count: int) -> list[RolloutOutcome]:
+    async def run_rollouts(
+        self, item: Any, count: int, *, tools: ToolSet | None = None
+    ) -> list[RolloutOutcome]:
         """``count`` rollouts of ``item`` concurrently, each retried on infrastructure
-        failure up to ``infra_retries`` times. Returns the good outcomes (in start
-        order) and, for a rollout that never succeeded, its last failure.
+        failure up to ``infra_retries`` times, with ``tools`` (default: the item's,
+        ``resolve_tools``). Returns the good outcomes (in start order) and, for a
+        rollout that never succeeded, its last failure.
 
         Raises:
             asyncio.CancelledError: when cancelled (every rollout's sandbox is released).
         """
-        tools = self.resolve_tools(item)
+        if tools is None:
+            tools = self.resolve_tools(item)
         messages = self.build_messages(item)
         loop = self.agent_loop(tools)
 
@@ -412,6 +429,8 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
             return outcome
 
         async with loop:
+            if count == 1:
+                return [await one()]  # no task of its own: one rollout runs in ours
             return list(await asyncio.gather(*(one() for _ in range(count))))
 
     def tokenize_rollout(self, result: AgentResult, tools: ToolSet) -> TokenizedRollout:
@@ -442,9 +461,19 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         tokenized: Sequence[TokenizedRollout] | None = None,
     ) -> ScoredDataGroup:
         """Atropos scored data of the good ``outcomes`` of one group (``tokenized``: their
-        tokens, when already made; else they are made here)."""
+        tokens, when already made; else they are made here). Turns whose tokens did not
+        extend the previous ones are logged and counted in ``stats.token_drift``."""
         if tokenized is None:
             tokenized = self._tokenize_all(outcomes, self.resolve_tools(item))
+        group, drift = self._scored_data(outcomes, tokenized)
+        self.stats.token_drift += drift
+        return group
+
+    def _scored_data(
+        self, outcomes: Sequence[RolloutOutcome], tokenized: Sequence[TokenizedRollout]
+    ) -> tuple[ScoredDataGroup, int]:
+        """The group of ``build_group`` and its turns of drift; changes nothing of the
+        environment (it runs on the tokenizer thread too)."""
         group: dict[str, Any] = {
             "tokens": [],
             "masks": [],
@@ -452,12 +481,13 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
             "messages": [],
             "group_overrides": {},
         }
+        drift = 0
         logprobs: list[list[float]] = []
         for outcome, tokens in zip(outcomes, tokenized, strict=True):
             assert outcome.result is not None
             assert outcome.score is not None
             if tokens.drift:
-                self.stats.token_drift += tokens.drift
+                drift += tokens.drift
                 logger.warning(
                     "%s: %d turn(s) did not extend the previous tokens (drift)",
                     outcome.task_id,
@@ -473,7 +503,7 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
             group["inference_logprobs"] = logprobs
         if len(outcomes) != self.config.group_size:
             group["group_overrides"] = {"group_size": len(outcomes)}
-        return group
+        return group, drift
 
     def _tokenize_all(
         self, outcomes: Sequence[RolloutOutcome], tools: ToolSet
@@ -491,15 +521,28 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         ``min_rollouts_per_group`` rollouts survived infrastructure failures (the item
         goes back to the queue).
         """
-        outcomes = await self.run_rollouts(item, self.config.group_size)
-        return await self.score_group(item, outcomes)
+        tools = self.resolve_tools(item)
+        outcomes = await self.run_rollouts(item, self.config.group_size, tools=tools)
+        return await self.score_group(item, outcomes, tools=tools)
 
     async def score_group(
-        self, item: Any, outcomes: Sequence[RolloutOutcome]
+        self, item: Any, outcomes: Sequence[RolloutOutcome], *, tools: ToolSet | None = None
     ) -> tuple[ScoredDataGroup | None, list[Any]]:
         """The scored group of ``item``'s finished ``outcomes``, as ``collect_trajectories``
-        returns it. Tokens are made on the env's tokenizer thread, so the event loop keeps
-        running rollouts meanwhile."""
+        returns it (``tools``: the group's, default ``resolve_tools(item)``). Tokens are
+        made on the env's tokenizer thread, so the event loop keeps running rollouts
+        meanwhile."""
+        scored = await self._score(item, outcomes, tools, with_line=False)
+        return scored.group, scored.backlog
+
+    async def _score(
+        self,
+        item: Any,
+        outcomes: Sequence[RolloutOutcome],
+        tools: ToolSet | None,
+        *,
+        with_line: bool,
+    ) -> _Scored:
         good = [outcome for outcome in outcomes if outcome.ok]
         if len(good) < self.config.group_minimum:
             self.stats.groups_requeued += 1
@@ -510,12 +553,41 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
                 len(outcomes),
                 self.config.group_minimum,
             )
-            return None, [item]
-        tools = self.resolve_tools(item)
-        tokenized = await asyncio.get_running_loop().run_in_executor(
-            self.token_executor, self._tokenize_all, good, tools
+            return _Scored(None, [item])
+        if tools is None:
+            tools = self.resolve_tools(item)
+        group, drift, line = await asyncio.get_running_loop().run_in_executor(
+            self.token_executor, self._group_and_line, good, tools, with_line
         )
-        return self.build_group(item, good, tokenized), []
+        self.stats.token_drift += drift
+        return _Scored(group, [], line)
+
+    def _group_and_line(
+        self, good: Sequence[RolloutOutcome], tools: ToolSet, with_line: bool
+    ) -> tuple[ScoredDataGroup, int, str | None]:
+        """On the tokenizer thread: the group's tokens, its scored data, its turns of
+        drift and (``with_line``) its line of the group file ("" when ``write_group``
+        would skip it), all in one hand-off from the event loop."""
+        group, drift = self._scored_data(good, self._tokenize_all(good, tools))
+        if not with_line:
+            return group, drift, None
+        writer = self.jsonl_writer
+        assert isinstance(writer, GroupFile)
+        return group, drift, writer.encode(group) if self._ready_to_write(group) else ""
+
+    def _lines_with_tokens(self) -> bool:
+        """Whether ``process`` makes a group's file line together with its tokens: the
+        group goes to the group file (wandb off), and neither ``score_group``,
+        ``postprocess_histories`` nor ``write_group`` is overridden (each may change or
+        replace the group on its way there, so each is then called as it is)."""
+        cls = type(self)
+        return (
+            not self.config.use_wandb
+            and isinstance(self.jsonl_writer, GroupFile)
+            and cls.score_group is HermesAgentBaseEnv.score_group
+            and cls.postprocess_histories is BaseEnv.postprocess_histories
+            and cls.write_group is HermesAgentBaseEnv.write_group
+        )
 
     async def collect_trajectory(self, item: Any) -> tuple[Any, list[Any]]:
         """Not used: groups come from ``collect_trajectories``.
@@ -552,6 +624,20 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
                 group, item, do_send_to_api=False, abort_on_any_max_length_exceeded=False
             )
             return True
+        if not self._ready_to_write(group):
+            return False
+        writer = self.jsonl_writer
+        if isinstance(writer, GroupFile):
+            # The text is made on the tokenizer thread (a group's tokens make long lines).
+            loop = asyncio.get_running_loop()
+            writer.write_line(await loop.run_in_executor(self.token_executor, writer.encode, group))
+        elif writer is not None:
+            writer.write(group)
+        return True
+
+    def _ready_to_write(self, group: ScoredDataGroup) -> bool:
+        """Atropos' checks before a group is written (``write_group``), each failure
+        logged; fills in the optional fields. Changes only ``group``."""
         overrides = group.get("group_overrides") or {}
         size = overrides.get("group_size", self.config.group_size)
         if None in group or len(group.get("tokens", [])) != size:
@@ -566,14 +652,18 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
             return False
         for name in _OPTIONAL_GROUP_FIELDS:
             group.setdefault(name, None)
-        writer = self.jsonl_writer
-        if isinstance(writer, GroupFile):
-            # The text is made on the tokenizer thread (a group's tokens make long lines).
-            loop = asyncio.get_running_loop()
-            writer.write_line(await loop.run_in_executor(self.token_executor, writer.encode, group))
-        elif writer is not None:
-            writer.write(group)
         return True
+
+    async def _write_scored(self, scored: _Scored, item: Any) -> None:
+        """Write a finished group in ``process``: its line when it came with one, else
+        through ``postprocess_histories`` and ``write_group``."""
+        if scored.line is None:
+            group = await self.postprocess_histories(scored.group)
+            await self.write_group(group, item)
+        elif scored.line:
+            writer = self.jsonl_writer
+            assert isinstance(writer, GroupFile)
+            writer.write_line(scored.line)
 
     async def process_manager(self) -> None:
         """``process``: ``n_groups_to_process`` groups to the JSONL file, as they finish.
@@ -628,10 +718,10 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
                     done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
                     for task in done:
                         pending = running.pop(task)
-                        group, _backlog = task.result()
+                        scored = task.result()
+                        group = scored.group
                         if group is not None:
-                            group = await self.postprocess_histories(group)
-                            await self.write_group(group, pending.item)
+                            await self._write_scored(scored, pending.item)
                             self.stats.groups_done += 1
                             if self.config.use_wandb:
                                 await self.wandb_log()
@@ -663,12 +753,13 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         if path is not None and self.stats.groups_done and self.config.write_viewer_html:
             generate_html(path)  # Atropos' viewer page, <same name>.html
 
-    async def _collect_in_slot(
-        self, item: Any, slots: asyncio.Semaphore
-    ) -> tuple[ScoredDataGroup | None, list[Any]]:
+    async def _collect_in_slot(self, item: Any, slots: asyncio.Semaphore) -> _Scored:
+        tools = self.resolve_tools(item)
         async with slots:
-            outcomes = await self.run_rollouts(item, self.config.group_size)
-        return await self.score_group(item, outcomes)
+            outcomes = await self.run_rollouts(item, self.config.group_size, tools=tools)
+        if type(self).score_group is not HermesAgentBaseEnv.score_group:
+            return _Scored(*await self.score_group(item, outcomes))
+        return await self._score(item, outcomes, tools, with_line=self._lines_with_tokens())
 
     async def env_manager(self) -> None:
         """``serve``: Atropos' loop, then every sandbox and thread closed.

@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import json
+from array import array
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
 __all__ = ["GroupFile"]
+
+#: The fields holding a list of token-id lists per rollout: the bulk of a line.
+_ID_FIELDS = frozenset({"tokens", "masks"})
+
+#: Ids per remembered stretch of a token list, and how many stretches are remembered.
+_CHUNK = 128
+_CHUNKS_REMEMBERED = 4096
 
 
 class GroupFile:
@@ -16,7 +25,11 @@ class GroupFile:
     A line is the text Atropos' own group writer (``jsonlines`` with its defaults) writes
     for the same group. ``write(group)`` is what Atropos calls; the environment instead
     makes the text with ``encode`` on its tokenizer thread and writes it with
-    ``write_line``, so the event loop only appends it.
+    ``write_line``, so the event loop only appends it. The token lists (``tokens``,
+    ``masks``) are written in stretches of ids whose text is remembered: the rollouts of a
+    run open with the same system prompt and tools, so most of a line was written before
+    (an integer is written as ``json`` writes it; a ``bool`` among them as ``0``/``1``,
+    not as ``false``/``true``).
 
     Raises:
         OSError: if ``path`` cannot be opened for appending.
@@ -26,6 +39,7 @@ class GroupFile:
         self.path = Path(path)
         self._file = self.path.open("a", encoding="utf-8")
         self._encoder = json.JSONEncoder(ensure_ascii=False)
+        self._chunks: OrderedDict[bytes, str] = OrderedDict()
 
     def encode(self, group: Any) -> str:
         """The line of ``group`` (no newline); safe to call from any thread.
@@ -33,7 +47,49 @@ class GroupFile:
         Raises:
             TypeError: if ``group`` holds something JSON cannot write.
         """
-        return self._encoder.encode(group)
+        encode = self._encoder.encode
+        if type(group) is not dict or not all(type(key) is str for key in group):
+            return encode(group)
+        fields = []
+        for key, value in group.items():
+            text = self._id_rows(value) if key in _ID_FIELDS else None
+            fields.append(f"{encode(key)}: {encode(value) if text is None else text}")
+        return "{" + ", ".join(fields) + "}"
+
+    def _id_rows(self, rows: Any) -> str | None:
+        """``rows`` (lists of integers) as JSON, or ``None`` when they are anything else."""
+        if type(rows) is not list:
+            return None
+        texts = []
+        for row in rows:
+            if type(row) is not list:
+                return None
+            try:
+                ids = array("q", row)  # integers only (TypeError, OverflowError otherwise)
+            except (TypeError, OverflowError):
+                return None
+            texts.append("[" + ", ".join(self._chunk_texts(ids)) + "]")
+        return "[" + ", ".join(texts) + "]"
+
+    def _chunk_texts(self, ids: array[int]) -> list[str]:
+        """The texts of ``ids``, ``_CHUNK`` at a time, each remembered: rollouts of a run
+        open with the same system prompt and tools, so most chunks were written before."""
+        data = ids.tobytes()
+        step = _CHUNK * ids.itemsize
+        known = self._chunks
+        texts = []
+        for at in range(0, len(data), step):
+            key = data[at : at + step]
+            text = known.get(key)
+            if text is None:
+                text = ", ".join(map(str, ids[at // ids.itemsize : (at + step) // ids.itemsize]))
+                known[key] = text
+                if len(known) > _CHUNKS_REMEMBERED:
+                    known.popitem(last=False)
+            else:
+                known.move_to_end(key)
+            texts.append(text)
+        return texts
 
     def write_line(self, line: str) -> int:
         """Append ``line`` and a newline, flushed; returns the characters written.
