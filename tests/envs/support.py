@@ -24,6 +24,19 @@ def env_config(**overrides: Any) -> HermesAgentEnvConfig:
     return HermesAgentEnvConfig(**values)
 
 
+def process_config(out: Path, **overrides: Any) -> HermesAgentEnvConfig:
+    """``env_config`` for a ``process`` run writing its groups to ``out``: messages kept,
+    tied scores written, 2 groups at once (``overrides`` win)."""
+    values: dict[str, Any] = {
+        "data_path_to_save_groups": str(out),
+        "include_messages": True,
+        "ensure_scores_are_not_same": False,
+        "max_num_workers_per_node": 2,
+    }
+    values.update(overrides)
+    return env_config(**values)
+
+
 def server(url: str, server_type: str = "openai") -> APIServerConfig:
     """A server config for the model server at ``url`` (``base_url`` or root)."""
     return APIServerConfig(

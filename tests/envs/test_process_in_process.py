@@ -13,20 +13,14 @@ from hermes_envs.envs.terminal_test import TASKS
 from hermes_envs.group_file import GroupFile
 from hermes_loop.server import ModelServer, Policy
 
-from .support import env_config, server
+from .support import env_config, process_config, server
 
 
 async def _process(
     tmp_path: Path, env_class: type[TerminalTestEnv] = TerminalTestEnv, **overrides: object
 ) -> tuple[TerminalTestEnv, Path]:
     out = tmp_path / "groups.jsonl"
-    config = env_config(
-        data_path_to_save_groups=str(out),
-        include_messages=True,
-        ensure_scores_are_not_same=False,
-        max_num_workers_per_node=2,
-        **overrides,
-    )
+    config = process_config(out, **overrides)
     async with ModelServer(Policy(terminal_test_oracle)) as model:
         env = env_class(config, [server(model.base_url)])
         env.n_groups_to_process = len(TASKS)

@@ -6,7 +6,9 @@ Subclass ``HermesAgentBaseEnv``, implement ``setup``, ``get_next_item``,
 
 The environment classes and their config are imported on first use: they extend
 Atropos' ``BaseEnv``, whose module loads ``transformers`` (over a second, and a banner
-on stderr) that importing the package, its errors or its command-line parser never needs.
+on stderr) that importing the package, its errors or its command-line parser never needs;
+so are the rollout records (they pull in the agent loop and the sandboxes), which the
+token worker process never needs.
 """
 
 from __future__ import annotations
@@ -15,17 +17,17 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from hermes_envs.errors import DatasetLoadError, EnvSetupError, HermesEnvsError, RunAbortedError
-from hermes_envs.rollout import InfraFailure, RolloutOutcome
 from hermes_envs.scoring.tokens import TokenizedRollout
 from hermes_envs.stats import RunStats
-from hermes_envs.tokenizer import TokenizerLoadError
-from hermes_envs.toolsets import AGENT_TOOLSETS
 
 if TYPE_CHECKING:
     from hermes_envs.base_env import HermesAgentBaseEnv
     from hermes_envs.env_config import HermesAgentEnvConfig, eval_only_settings
     from hermes_envs.envs.swe import HermesSweEnv, HermesSweEnvConfig, swe_oracle
     from hermes_envs.envs.terminal_test import TerminalTestEnv, terminal_test_oracle
+    from hermes_envs.rollout import InfraFailure, RolloutOutcome
+    from hermes_envs.tokenizer import TokenizerLoadError
+    from hermes_envs.toolsets import AGENT_TOOLSETS
 
 __version__ = "0.1.0"
 
@@ -53,6 +55,10 @@ __all__ = [
 
 #: Names imported on first access, and the module that holds each.
 _LAZY = {
+    "AGENT_TOOLSETS": "hermes_envs.toolsets",
+    "InfraFailure": "hermes_envs.rollout",
+    "RolloutOutcome": "hermes_envs.rollout",
+    "TokenizerLoadError": "hermes_envs.tokenizer",
     "HermesAgentBaseEnv": "hermes_envs.base_env",
     "HermesAgentEnvConfig": "hermes_envs.env_config",
     "eval_only_settings": "hermes_envs.env_config",

@@ -21,6 +21,7 @@ this class overrides Atropos' documented hooks; each place says so.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import itertools
 import json
@@ -45,6 +46,8 @@ from hermes_envs.errors import EnvSetupError, RunAbortedError
 from hermes_envs.group_file import GroupFile
 from hermes_envs.rollout import RolloutOutcome, run_rollout
 from hermes_envs.scoring.encoding import TextEncoder
+from hermes_envs.scoring.group import ScoredRollout, scored_group, skip_reason, wire_messages
+from hermes_envs.scoring.token_worker import TokenWorker, TokenWorkerUnavailable
 from hermes_envs.scoring.tokens import (
     Marked,
     TokenizedRollout,
@@ -53,6 +56,7 @@ from hermes_envs.scoring.tokens import (
 )
 from hermes_envs.stats import ProgressReporter, RunStats
 from hermes_envs.tokenizer import (
+    TemplateRenderer,
     TokenizerLoadError,
     chat_template_renderer,
     shipped_tokenizer_dir,
@@ -83,15 +87,6 @@ logger = logging.getLogger(__name__)
 #: ``openai.server_type`` values and the phase each one runs in.
 PHASES = {"openai": 1, "vllm": 2}
 
-#: The fields Atropos' ``handle_send_to_api`` sets to ``None`` when a group lacks them.
-_OPTIONAL_GROUP_FIELDS = (
-    "ref_logprobs",
-    "overrides",
-    "group_overrides",
-    "distill_token_ids",
-    "distill_logprobs",
-)
-
 _SET_TOKENIZER = (
     "set --env.tokenizer_name to a local tokenizer directory or a Hugging Face hub name"
 )
@@ -116,6 +111,11 @@ class _Scored:
     group: ScoredDataGroup | None
     backlog: list[Any]
     line: str | None = None
+
+    @property
+    def scored(self) -> bool:
+        """Whether the group was scored (else its item goes back to the queue)."""
+        return self.group is not None or self.line is not None
 
 
 def item_seed(item: Any) -> str:
@@ -268,6 +268,8 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         self._endpoint_turn = itertools.count()
         self._task_prefix = f"{self.name or type(self).__name__}-{uuid.uuid4().hex[:12]}"
         self._task_count = itertools.count(1)
+        self._token_worker: TokenWorker | None = None
+        self._worker_checked = False
         self._closed = False
 
     # -- what a subclass writes -------------------------------------------------------
@@ -472,38 +474,17 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
     def _scored_data(
         self, outcomes: Sequence[RolloutOutcome], tokenized: Sequence[TokenizedRollout]
     ) -> tuple[ScoredDataGroup, int]:
-        """The group of ``build_group`` and its turns of drift; changes nothing of the
-        environment (it runs on the tokenizer thread too)."""
-        group: dict[str, Any] = {
-            "tokens": [],
-            "masks": [],
-            "scores": [],
-            "messages": [],
-            "group_overrides": {},
-        }
-        drift = 0
-        logprobs: list[list[float]] = []
+        """The group of ``build_group`` and its turns of drift (each logged); changes
+        nothing of the environment (it runs on the tokenizer thread too)."""
+        rollouts = []
         for outcome, tokens in zip(outcomes, tokenized, strict=True):
             assert outcome.result is not None
             assert outcome.score is not None
-            if tokens.drift:
-                drift += tokens.drift
-                logger.warning(
-                    "%s: %d turn(s) did not extend the previous tokens (drift)",
-                    outcome.task_id,
-                    tokens.drift,
-                )
-            group["tokens"].append(tokens.tokens)
-            group["masks"].append(tokens.masks)
-            group["scores"].append(outcome.score)
-            group["messages"].append(_wire_messages(outcome.result.messages))
-            if tokens.logprobs is not None:
-                logprobs.append(tokens.logprobs)
-        if logprobs and len(logprobs) == len(outcomes):
-            group["inference_logprobs"] = logprobs
-        if len(outcomes) != self.config.group_size:
-            group["group_overrides"] = {"group_size": len(outcomes)}
-        return group, drift
+            rollouts.append(
+                ScoredRollout(outcome.task_id, outcome.result.messages, outcome.score, tokens)
+            )
+        group, drift = scored_group(rollouts, self.config.group_size)
+        return group, _log_drift(drift)
 
     def _tokenize_all(
         self, outcomes: Sequence[RolloutOutcome], tools: ToolSet
@@ -556,11 +537,102 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
             return _Scored(None, [item])
         if tools is None:
             tools = self.resolve_tools(item)
+        worker = self._token_worker
+        if worker is not None and worker.gone is not None:
+            await self._drop_token_worker(worker, worker.gone)
+        elif with_line and worker is not None and worker.ready:
+            made = await self._line_from_worker(worker, good, tools)
+            if made is not None:
+                return made
         group, drift, line = await asyncio.get_running_loop().run_in_executor(
             self.token_executor, self._group_and_line, good, tools, with_line
         )
         self.stats.token_drift += drift
         return _Scored(group, [], line)
+
+    async def _line_from_worker(
+        self, worker: TokenWorker, good: Sequence[RolloutOutcome], tools: ToolSet
+    ) -> _Scored | None:
+        """The group's line from the token worker, or ``None`` when it cannot make it
+        (the caller then makes it here). Its first line is checked against the one made
+        here; on a difference the worker is closed and not used again."""
+        rollouts = []
+        for outcome in good:
+            assert outcome.result is not None
+            rollouts.append(
+                {
+                    "task_id": outcome.task_id,
+                    "messages": outcome.result.messages,
+                    "score": outcome.score,
+                }
+            )
+        try:
+            header, line = await worker.make_line(tools.schemas() or None, rollouts)
+        except TokenWorkerUnavailable as exc:
+            if worker.gone is not None:
+                await self._drop_token_worker(worker, str(exc))
+            return None
+        skip = header.get("skip")
+        if not self._worker_checked:
+            _, _, own = await asyncio.get_running_loop().run_in_executor(
+                self.token_executor, self._group_and_line, good, tools, True
+            )
+            if own != (line if skip is None else ""):
+                reason = "the token worker's group line differs from the environment's own"
+                await self._drop_token_worker(worker, reason)
+                return None
+            self._worker_checked = True
+            logger.debug("token worker ready (pid %s): group lines are made there", worker.pid)
+        self.stats.token_drift += _log_drift([(task, turns) for task, turns in header["drift"]])
+        if skip is not None:
+            logger.warning("%s", skip)
+        return _Scored(None, [], "" if skip is not None else line)
+
+    @property
+    def token_worker(self) -> TokenWorker | None:
+        """The token worker process ``process`` makes Phase 1 group lines in, while one
+        is in use (see ``token_worker`` in the config)."""
+        return self._token_worker
+
+    async def _drop_token_worker(self, worker: TokenWorker, reason: str) -> None:
+        if self._token_worker is worker:
+            self._token_worker = None
+            logger.warning("%s; making tokens on the tokenizer thread from now on", reason)
+        await worker.aclose()
+
+    async def _start_token_worker(self) -> None:
+        """Start the token worker (``process``, Phase 1), where it can stand in for the
+        environment: ``token_worker`` on, lines made with the tokens, the default
+        ``tokenize_rollout``, the tokenizer's own chat template and a fast tokenizer."""
+        cls = type(self)
+        if not (
+            self.config.token_worker
+            and self.phase == 1
+            and self._lines_with_tokens()
+            and cls.tokenize_rollout is HermesAgentBaseEnv.tokenize_rollout
+            and isinstance(self.render, TemplateRenderer)
+        ):
+            return
+        tokenizer = self.require_tokenizer("process")
+        setup = await asyncio.get_running_loop().run_in_executor(
+            self.token_executor,
+            functools.partial(
+                TokenWorker.setup_for,
+                self.tokenizer,
+                eos_token=tokenizer.eos_token,
+                group_size=self.config.group_size,
+                ensure_scores_are_not_same=self.config.ensure_scores_are_not_same,
+            ),
+        )
+        if setup is None:
+            return
+        worker = TokenWorker(setup)
+        try:
+            await worker.start()
+        except OSError as exc:
+            logger.warning("the token worker did not start (%s); tokens on a thread", exc)
+            return
+        self._token_worker = worker
 
     def _group_and_line(
         self, good: Sequence[RolloutOutcome], tools: ToolSet, with_line: bool
@@ -636,23 +708,12 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         return True
 
     def _ready_to_write(self, group: ScoredDataGroup) -> bool:
-        """Atropos' checks before a group is written (``write_group``), each failure
+        """Atropos' checks before a group is written (``write_group``), a failure
         logged; fills in the optional fields. Changes only ``group``."""
-        overrides = group.get("group_overrides") or {}
-        size = overrides.get("group_size", self.config.group_size)
-        if None in group or len(group.get("tokens", [])) != size:
-            logger.warning(
-                "skipping a group whose token lists do not match its group size (%d): %s",
-                size,
-                str(group)[:200],
-            )
-            return False
-        if self.config.ensure_scores_are_not_same and len(set(group["scores"])) == 1:
-            logger.warning("skipping a group whose scores are all the same")
-            return False
-        for name in _OPTIONAL_GROUP_FIELDS:
-            group.setdefault(name, None)
-        return True
+        reason = skip_reason(group, self.config.group_size, self.config.ensure_scores_are_not_same)
+        if reason is not None:
+            logger.warning("%s", reason)
+        return reason is None
 
     async def _write_scored(self, scored: _Scored, item: Any) -> None:
         """Write a finished group in ``process``: its line when it came with one, else
@@ -687,6 +748,7 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
                 self.max_token_len = self.config.max_token_length
             await self.setup()
             self._start_wandb()
+            await self._start_token_worker()
             target = int(getattr(self, "n_groups_to_process", None) or self.config.total_steps)
             width = max(1, self.config.max_num_workers_per_node)
             retry: deque[_Pending] = deque()
@@ -719,8 +781,7 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
                     for task in done:
                         pending = running.pop(task)
                         scored = task.result()
-                        group = scored.group
-                        if group is not None:
+                        if scored.scored:
                             await self._write_scored(scored, pending.item)
                             self.stats.groups_done += 1
                             if self.config.use_wandb:
@@ -740,7 +801,7 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
                                     "--openai.api_key) and the sandbox backend "
                                     "(--env.max_dropped_items sets this limit)"
                                 )
-                        if group is not None:
+                        if scored.scored:
                             dropped_in_a_row = 0
                         self.reporter.update(self.stats)
             finally:
@@ -843,7 +904,7 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
             "infra_failure": outcome.failure.to_dict() if outcome.failure else None,
             "stop_reason": result.stop_reason if result else None,
             "turns_used": result.turns_used if result else 0,
-            "messages": _wire_messages(result.messages) if result else [],
+            "messages": wire_messages(result.messages) if result else [],
         }
 
     def _start_wandb(self) -> None:
@@ -874,6 +935,9 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
             return
         self._closed = True
         try:
+            worker, self._token_worker = self._token_worker, None
+            if worker is not None:
+                await worker.aclose()
             await self.pool.close_all()
         finally:
             self.executor.shutdown(wait=False, cancel_futures=True)
@@ -892,15 +956,11 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         sys.exit(run_cli(cls, sys.argv[1:]))
 
 
-def _wire_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    # Atropos' API rejects a message without text content; a pure tool-call turn has None.
-    out = []
-    for message in messages:
-        copy = dict(message)
-        if copy.get("content") is None:
-            copy["content"] = ""
-        out.append(copy)
-    return out
+def _log_drift(drift: Sequence[tuple[str, int]]) -> int:
+    """Log each rollout's turns of token drift; returns the total."""
+    for task_id, turns in drift:
+        logger.warning("%s: %d turn(s) did not extend the previous tokens (drift)", task_id, turns)
+    return sum(turns for _, turns in drift)
 
 
 def _chatml(

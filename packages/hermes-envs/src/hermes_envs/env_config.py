@@ -99,6 +99,11 @@ class HermesAgentEnvConfig(BaseEnvConfig):  # type: ignore[misc]  # atroposlib i
         "with fewer, the item goes back to the queue.",
     )
 
+    token_worker: bool = Field(
+        default=True,
+        description="process makes Phase 1 tokens and group lines in a child process, so "
+        "that work never holds the event loop (false: on a thread of the environment).",
+    )
     write_viewer_html: bool = Field(
         default=True,
         description="process writes Atropos' HTML viewer of the groups (<file>.html) at the end.",

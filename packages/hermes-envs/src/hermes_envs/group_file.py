@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import threading
 from array import array
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-__all__ = ["GroupFile"]
+__all__ = ["GroupFile", "LineEncoder"]
 
 #: The fields holding a list of token-id lists per rollout: the bulk of a line.
 _ID_FIELDS = frozenset({"tokens", "masks"})
@@ -18,31 +19,23 @@ _CHUNK = 128
 _CHUNKS_REMEMBERED = 4096
 
 
-class GroupFile:
-    """Scored groups appended to ``path`` as JSON lines, each flushed as it is written, so
-    a killed run keeps every complete line.
+class LineEncoder:
+    """``encode(group)``: the JSON line Atropos' group writer (``jsonlines`` with its
+    defaults: ``json.dumps(group, ensure_ascii=False)``) writes for ``group``.
 
-    A line is the text Atropos' own group writer (``jsonlines`` with its defaults) writes
-    for the same group. ``write(group)`` is what Atropos calls; the environment instead
-    makes the text with ``encode`` on its tokenizer thread and writes it with
-    ``write_line``, so the event loop only appends it. The token lists (``tokens``,
-    ``masks``) are written in stretches of ids whose text is remembered: the rollouts of a
-    run open with the same system prompt and tools, so most of a line was written before
-    (an integer is written as ``json`` writes it; a ``bool`` among them as ``0``/``1``,
-    not as ``false``/``true``).
-
-    Raises:
-        OSError: if ``path`` cannot be opened for appending.
+    The token lists (``tokens``, ``masks``) are written in stretches of ids whose text is
+    remembered: the rollouts of a run open with the same system prompt and tools, so most
+    of a line was written before. An integer is written as ``json`` writes it; a ``bool``
+    among the ids as ``0``/``1``, not as ``false``/``true``. Thread-safe.
     """
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self._file = self.path.open("a", encoding="utf-8")
+    def __init__(self) -> None:
         self._encoder = json.JSONEncoder(ensure_ascii=False)
         self._chunks: OrderedDict[bytes, str] = OrderedDict()
+        self._lock = threading.Lock()
 
     def encode(self, group: Any) -> str:
-        """The line of ``group`` (no newline); safe to call from any thread.
+        """The line of ``group`` (no newline).
 
         Raises:
             TypeError: if ``group`` holds something JSON cannot write.
@@ -52,7 +45,10 @@ class GroupFile:
             return encode(group)
         fields = []
         for key, value in group.items():
-            text = self._id_rows(value) if key in _ID_FIELDS else None
+            text = None
+            if key in _ID_FIELDS:
+                with self._lock:
+                    text = self._id_rows(value)
             fields.append(f"{encode(key)}: {encode(value) if text is None else text}")
         return "{" + ", ".join(fields) + "}"
 
@@ -90,6 +86,26 @@ class GroupFile:
                 known.move_to_end(key)
             texts.append(text)
         return texts
+
+
+class GroupFile:
+    """Scored groups appended to ``path`` as JSON lines, each flushed as it is written, so
+    a killed run keeps every complete line.
+
+    A line is the text Atropos' own group writer (``jsonlines`` with its defaults) writes
+    for the same group (``LineEncoder``). ``write(group)`` is what Atropos calls; the
+    environment instead makes the text with ``encode`` away from the event loop (on its
+    tokenizer thread or in its token worker process) and writes it with ``write_line``,
+    so the event loop only appends it.
+
+    Raises:
+        OSError: if ``path`` cannot be opened for appending.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._file = self.path.open("a", encoding="utf-8")
+        self.encode = LineEncoder().encode
 
     def write_line(self, line: str) -> int:
         """Append ``line`` and a newline, flushed; returns the characters written.

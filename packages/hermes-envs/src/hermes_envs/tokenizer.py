@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
@@ -22,6 +23,7 @@ from hermes_loop.jinja_template import GenerationSpanError, JinjaChatTemplate
 from hermes_loop.tokenizer import DEFAULT_TOKENIZER_DIR
 
 __all__ = [
+    "ChatTemplateSpec",
     "TemplateRenderer",
     "TokenizerLoadError",
     "chat_template_renderer",
@@ -71,6 +73,54 @@ def template_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, A
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class ChatTemplateSpec:
+    """What ``TemplateRenderer`` reads of a tokenizer, as plain data (JSON-ready): the
+    template ``transformers`` picks with tools and without (``None`` where it refuses),
+    the BOS and EOS tokens and the special tokens map. A ``TemplateRenderer`` of a spec
+    renders what one of its tokenizer does (the token worker process renders with one).
+    """
+
+    with_tools: str | None
+    without_tools: str | None
+    bos_token: str | None
+    eos_token: str | None
+    special_tokens_map: dict[str, Any]
+
+    @classmethod
+    def of(cls, tokenizer: Any) -> ChatTemplateSpec:
+        """The spec of a ``transformers`` tokenizer that has a chat template."""
+
+        def source(tools: list[Any] | None) -> str | None:
+            try:
+                return str(tokenizer.get_chat_template(None, tools))
+            except ValueError:
+                return None
+
+        return cls(
+            source([]),
+            source(None),
+            tokenizer.bos_token,
+            tokenizer.eos_token,
+            dict(tokenizer.special_tokens_map),
+        )
+
+    def get_chat_template(self, chat_template: None, tools: Any) -> str:
+        """The template for a call with ``tools`` (``None``: without), as the tokenizer's
+        ``get_chat_template`` picks it.
+
+        Raises:
+            ValueError: where the tokenizer refused to pick one.
+        """
+        source = self.without_tools if tools is None else self.with_tools
+        if source is None:
+            raise ValueError(
+                f"the tokenizer has no chat template for a conversation "
+                f"{'without' if tools is None else 'with'} tools"
+            )
+        return source
+
+
 class TemplateRenderer:
     """A tokenizer's chat template as ``render(messages, tools=..., add_generation_prompt=...)``.
 
@@ -81,6 +131,9 @@ class TemplateRenderer:
     environment (``hermes_loop.jinja_template.JinjaChatTemplate``). Tool-call arguments
     held as JSON text are handed to the template as objects (``template_messages``).
     The template is compiled once, and the special tokens read once, not per render.
+
+    Args:
+        tokenizer: a ``transformers`` tokenizer, or a ``ChatTemplateSpec``.
 
     Raises:
         ChatTemplateError: (a ``ValueError``) on a call, if the template refuses or fails

@@ -1,34 +1,34 @@
 """hermes-loop: a multi-turn tool-calling agent loop over any OpenAI-compatible endpoint.
 
-``OpenAIChatServer`` and ``GenerateChatServer`` are imported on first use, through
-``hermes_loop.endpoints`` (they pull in ``openai``, about a second of start-up that the
-model server's command line never needs).
+Every public name is imported on first use: the loop pulls in ``jsonschema`` and the
+endpoints ``openai`` (together about a second of start-up), which code that needs one
+small piece (the model server's command line, a chat-template render in a worker
+process) never pays for.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from hermes_loop import endpoints
-from hermes_loop.dispatch import ToolOutcome, ToolRunner
-from hermes_loop.endpoints.base import ChatServer, ChatSession, ModelTurn, SamplingParams
-from hermes_loop.errors import (
-    EndpointError,
-    HermesLoopError,
-    InvalidMessagesError,
-    ResultFormatError,
-    ToolDefinitionError,
-    ToolInfrastructureError,
-)
-from hermes_loop.handler_pool import HandlerThreadPool
-from hermes_loop.loop import AgentLoop, HermesAgentLoop
-from hermes_loop.result import AgentResult, InfraError, ToolError
-from hermes_loop.tools import Tool, ToolInvocation
-from hermes_loop.toolsets import ToolRegistry, ToolSet, UnknownToolsetError
-
 if TYPE_CHECKING:
+    from hermes_loop.dispatch import ToolOutcome, ToolRunner
+    from hermes_loop.endpoints.base import ChatServer, ChatSession, ModelTurn, SamplingParams
     from hermes_loop.endpoints.generate import GenerateChatServer
     from hermes_loop.endpoints.openai_chat import OpenAIChatServer
+    from hermes_loop.errors import (
+        EndpointError,
+        HermesLoopError,
+        InvalidMessagesError,
+        ResultFormatError,
+        ToolDefinitionError,
+        ToolInfrastructureError,
+    )
+    from hermes_loop.handler_pool import HandlerThreadPool
+    from hermes_loop.loop import AgentLoop, HermesAgentLoop
+    from hermes_loop.result import AgentResult, InfraError, ToolError
+    from hermes_loop.tools import Tool, ToolInvocation
+    from hermes_loop.toolsets import ToolRegistry, ToolSet, UnknownToolsetError
 
 __version__ = "0.1.0"
 
@@ -61,9 +61,44 @@ __all__ = [
     "__version__",
 ]
 
+#: Names imported on first access, and the module that holds each.
+_LAZY = {
+    "AgentLoop": "hermes_loop.loop",
+    "AgentResult": "hermes_loop.result",
+    "ChatServer": "hermes_loop.endpoints.base",
+    "ChatSession": "hermes_loop.endpoints.base",
+    "EndpointError": "hermes_loop.errors",
+    "GenerateChatServer": "hermes_loop.endpoints.generate",
+    "HandlerThreadPool": "hermes_loop.handler_pool",
+    "HermesAgentLoop": "hermes_loop.loop",
+    "HermesLoopError": "hermes_loop.errors",
+    "InfraError": "hermes_loop.result",
+    "InvalidMessagesError": "hermes_loop.errors",
+    "ModelTurn": "hermes_loop.endpoints.base",
+    "OpenAIChatServer": "hermes_loop.endpoints.openai_chat",
+    "ResultFormatError": "hermes_loop.errors",
+    "SamplingParams": "hermes_loop.endpoints.base",
+    "Tool": "hermes_loop.tools",
+    "ToolDefinitionError": "hermes_loop.errors",
+    "ToolError": "hermes_loop.result",
+    "ToolInfrastructureError": "hermes_loop.errors",
+    "ToolInvocation": "hermes_loop.tools",
+    "ToolOutcome": "hermes_loop.dispatch",
+    "ToolRegistry": "hermes_loop.toolsets",
+    "ToolRunner": "hermes_loop.dispatch",
+    "ToolSet": "hermes_loop.toolsets",
+    "UnknownToolsetError": "hermes_loop.toolsets",
+}
+
 
 def __getattr__(name: str) -> Any:
-    # The endpoint classes: ``hermes_loop.endpoints`` imports each on first use.
-    if name in endpoints.__all__:
-        return getattr(endpoints, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

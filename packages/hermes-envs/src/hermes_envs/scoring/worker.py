@@ -1,0 +1,138 @@
+"""The token worker: a child process that makes Phase 1 group lines.
+
+Making a group's line (the chat-template render, the token ids, the JSON text) is pure
+Python and holds the GIL for about a millisecond per rollout; on the environment's own
+thread that delays the event loop running the next rollouts. ``TokenWorker`` starts
+this module as ``python -m hermes_envs.scoring.worker`` and sends it the work instead.
+
+Protocol (UTF-8 lines, surrogates passed through):
+
+- in, first: the set-up, one JSON object: ``tokenizer`` (the ``tokenizers`` JSON of a
+  fast tokenizer), ``encode_special_tokens``, ``chat_template`` (a ``ChatTemplateSpec``
+  as a JSON object), ``eos_token``, ``group_size``, ``ensure_scores_are_not_same``;
+- out: ``ready``;
+- in, then: one request per line: ``{"id", "tools", "rollouts": [{"task_id",
+  "messages", "score"}]}``;
+- out: one answer per request, in order: a JSON header (``id``; ``drift``: ``[task_id,
+  turns]`` pairs; ``skip``: why Atropos would not write the group; or ``error``), a
+  tab, and the group's line (empty when skipped or failed).
+
+The worker ignores SIGINT (its parent decides when it stops) and ends with its stdin.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import signal
+import sys
+from collections.abc import Mapping
+from typing import Any, TextIO
+
+from hermes_envs.group_file import LineEncoder
+from hermes_envs.scoring.encoding import TextEncoder
+from hermes_envs.scoring.group import ScoredRollout, scored_group, skip_reason
+from hermes_envs.scoring.tokens import chat_template_tokens
+from hermes_envs.tokenizer import ChatTemplateSpec, TemplateRenderer
+
+__all__ = ["LineMaker", "main"]
+
+
+class _FastTokenizer:
+    """What ``TextEncoder`` uses of a fast ``transformers`` tokenizer: its backend."""
+
+    is_fast = True
+
+    def __init__(self, backend: Any) -> None:
+        self.backend_tokenizer = backend
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+        return list(self.backend_tokenizer.encode(text, add_special_tokens=add_special_tokens).ids)
+
+
+class LineMaker:
+    """Group lines from plain data: what the environment makes on its tokenizer thread
+    for a Phase 1 group, from the set-up described in the module docstring.
+
+    Raises:
+        KeyError: if the set-up lacks a field.
+        Exception: whatever ``tokenizers`` raises for a tokenizer it cannot read.
+    """
+
+    def __init__(self, setup: Mapping[str, Any]) -> None:
+        from tokenizers import Tokenizer
+
+        backend = Tokenizer.from_str(setup["tokenizer"])
+        backend.encode_special_tokens = bool(setup["encode_special_tokens"])
+        self._encoder = TextEncoder(_FastTokenizer(backend))
+        self._renderer = TemplateRenderer(ChatTemplateSpec(**setup["chat_template"]))
+        self._eos_token = str(setup["eos_token"])
+        self._group_size = int(setup["group_size"])
+        self._ensure_scores_differ = bool(setup["ensure_scores_are_not_same"])
+        self._lines = LineEncoder()
+
+    def make(self, request: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+        """The answer header and line of one request.
+
+        Raises:
+            ValueError: if the chat template cannot render a conversation.
+            KeyError, TypeError: if the request is malformed.
+        """
+        tools = request.get("tools")
+        rollouts = []
+        for rollout in request["rollouts"]:
+            tokens = chat_template_tokens(
+                rollout["messages"],
+                render=self._renderer,
+                encode_many=self._encoder.encode_many,
+                eos_token=self._eos_token,
+                tools=tools,
+                marked=self._renderer.marked,
+            )
+            rollouts.append(
+                ScoredRollout(rollout["task_id"], rollout["messages"], rollout["score"], tokens)
+            )
+        group, drift = scored_group(rollouts, self._group_size)
+        header: dict[str, Any] = {"id": request["id"], "drift": drift}
+        reason = skip_reason(group, self._group_size, self._ensure_scores_differ)
+        if reason is not None:
+            header["skip"] = reason
+            return header, ""
+        return header, self._lines.encode(group)
+
+
+def serve(source: TextIO, sink: TextIO) -> int:
+    """Answer the requests of ``source`` on ``sink`` until ``source`` ends; returns the
+    exit status (2 when the set-up could not be read)."""
+    first = source.readline()
+    if not first:
+        return 0
+    try:
+        maker = LineMaker(json.loads(first))
+    except Exception as exc:
+        print(f"hermes-envs token worker: bad set-up: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    sink.write("ready\n")
+    sink.flush()
+    for text in source:
+        request: dict[str, Any] = {}
+        try:
+            request = json.loads(text)
+            header, line = maker.make(request)
+        except Exception as exc:
+            header, line = {"id": request.get("id"), "error": f"{type(exc).__name__}: {exc}"}, ""
+        sink.write(json.dumps(header) + "\t" + line + "\n")
+        sink.flush()
+    return 0
+
+
+def main() -> int:
+    """The worker process: stdin to stdout, as the module docstring says."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    source = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogatepass")
+    sink = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", errors="surrogatepass")
+    return serve(source, sink)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
