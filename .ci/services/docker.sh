@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Docker for the docker sandbox backend's tests: Debian's docker.io (dockerd, containerd,
-# runc, docker-init) and debootstrap; a dockerd without bridge or iptables (containers run
-# with networking off) started when none answers; then the base images, built locally once
-# (no registry is reachable) and cached by tag. Idempotent; fast when all is in place.
+# runc, docker-init) and debootstrap; a dockerd with its default bridge network and NAT (as
+# on a user's machine: tests of networked builds and sandboxes reach servers on 127.0.0.1
+# through the host network or the bridge's gateway, never an outside address) started when
+# none answers; then the base images, built locally once (no outside registry is
+# reachable) and cached by tag. Idempotent; fast when all is in place.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
@@ -26,7 +28,7 @@ if docker info >/dev/null 2>&1; then
 else
     echo "docker.sh: starting dockerd (log: $LOG)"
     mkdir -p "$(dirname "$LOG")"
-    nohup dockerd --bridge=none --iptables=false >>"$LOG" 2>&1 </dev/null &
+    nohup dockerd >>"$LOG" 2>&1 </dev/null &
     pid=$!
     for ((i = 0; i < WAIT * 2; i++)); do
         docker info >/dev/null 2>&1 && break
