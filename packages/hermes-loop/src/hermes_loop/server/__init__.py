@@ -1,12 +1,13 @@
 """The scripted model server: a real HTTP server on 127.0.0.1 that plays an LLM offline.
 
-It speaks OpenAI's ``/v1/chat/completions`` and the ``/generate`` route of Atropos'
-managed vLLM server, and answers from a ``Script`` (a list of turns), a ``Replay`` of a
-recorded conversation, or a ``Policy`` function; each turn can inject faults (HTTP
-errors, delays, hangs, truncated bodies). Serving needs the ``hermes-loop[server]``
-extra (``aiohttp``, ``tokenizers``); ``ModelServer`` and the route paths are imported from
-``hermes_loop.server.app`` on first use, so scripts, turns and ``ModelServerProcess`` work
-without it, and a missing extra is an ``ImportError`` naming it.
+It speaks OpenAI's ``/v1/chat/completions`` (every role of the API) and ``/v1/responses``
+(the Responses API), and the ``/generate`` route of Atropos' managed vLLM server, and
+answers from a ``Script`` (a list of turns), a ``Replay`` of a recorded conversation, or
+a ``Policy`` function; each turn can inject faults (HTTP errors, delays, hangs, truncated
+bodies). Serving needs the ``hermes-loop[server]`` extra (``aiohttp``, ``tokenizers``);
+``ModelServer`` and the route paths are imported from ``hermes_loop.server.app`` on first
+use, so scripts, turns and ``ModelServerProcess`` work without it, and a missing extra is
+an ``ImportError`` naming it.
 
 >>> from hermes_loop.server import ModelServer, Script, Turn, Call
 >>> script = Script([Turn(tool_calls=[Call("terminal", {"command": "ls"})]), Turn("Done.")])
@@ -35,15 +36,16 @@ from hermes_loop.server.responders import (
 from hermes_loop.server.turns import FINISH_REASONS, Call, Fault, ScriptError, Turn
 
 if TYPE_CHECKING:
-    from hermes_loop.server.app import CHAT_PATH, GENERATE_PATH, ModelServer
+    from hermes_loop.server.app import CHAT_PATH, GENERATE_PATH, RESPONSES_PATH, ModelServer
 
 #: Names served from ``hermes_loop.server.app`` (which needs aiohttp) on first access.
-_FROM_APP = ("CHAT_PATH", "GENERATE_PATH", "ModelServer")
+_FROM_APP = ("CHAT_PATH", "GENERATE_PATH", "RESPONSES_PATH", "ModelServer")
 
 __all__ = [
     "CHAT_PATH",
     "FINISH_REASONS",
     "GENERATE_PATH",
+    "RESPONSES_PATH",
     "Call",
     "Completion",
     "Fault",
@@ -68,7 +70,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """``ModelServer``, ``CHAT_PATH`` and ``GENERATE_PATH``, imported when first asked for.
+    """``ModelServer`` and the route paths, imported when first asked for.
 
     Raises:
         ImportError: if the ``server`` extra (aiohttp) is not installed; the message says

@@ -3,6 +3,7 @@
 Routes:
 
 - ``POST /v1/chat/completions``: OpenAI chat completions (``dialects.openai_chat``).
+- ``POST /v1/responses``: OpenAI's Responses API (``dialects.openai_responses``).
 - ``POST /generate``: the token-level route of Atropos' managed vLLM server
   (``dialects.vllm_generate``), or SGLang's shape (``dialects.sglang_generate``), told
   apart by the body.
@@ -45,6 +46,12 @@ from hermes_loop.server.dialects.openai_chat import (
     chat_reply,
     read_chat,
 )
+from hermes_loop.server.dialects.openai_responses import (
+    read_responses,
+    responses_events,
+    responses_output,
+    responses_payload,
+)
 from hermes_loop.server.dialects.request import ParsedRequest
 from hermes_loop.server.dialects.sglang_generate import is_sglang, read_sglang, sglang_payload
 from hermes_loop.server.dialects.vllm_generate import read_vllm, vllm_payload
@@ -57,11 +64,19 @@ from hermes_loop.server.wire import Dropped, Rejected, read_json, send_events, s
 from hermes_loop.tokenizer import Tokenizer, load_tokenizer
 from hermes_parsers import ToolCallParser, get_parser
 
-__all__ = ["CHAT_PATH", "GENERATE_PATH", "HEALTH_PATH", "MODELS_PATH", "ModelServer"]
+__all__ = [
+    "CHAT_PATH",
+    "GENERATE_PATH",
+    "HEALTH_PATH",
+    "MODELS_PATH",
+    "RESPONSES_PATH",
+    "ModelServer",
+]
 
 log = logging.getLogger("hermes_loop.server")
 
 CHAT_PATH = "/v1/chat/completions"
+RESPONSES_PATH = "/v1/responses"
 GENERATE_PATH = "/generate"
 MODELS_PATH = "/v1/models"
 HEALTH_PATH = "/health"
@@ -109,7 +124,7 @@ class ModelServer:
         parser: the ``hermes_parsers`` format raw completions are written in.
         host: a loopback address; the server never listens on other interfaces.
         port: 0 picks a free port.
-        max_requests: after this many model requests (chat + generate) the server
+        max_requests: after this many model requests (chat, responses and generate) the server
             answers 503 and shuts down.
         default_model: the responder for requests whose ``model`` is not served.
         shutdown_timeout: seconds ``close()`` waits for in-flight answers before
@@ -189,6 +204,7 @@ class ModelServer:
             raise RuntimeError("ModelServer.start() was already called")
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post(CHAT_PATH, self._guard(self._chat, "chat"))
+        app.router.add_post(RESPONSES_PATH, self._guard(self._responses, "responses"))
         app.router.add_post(GENERATE_PATH, self._guard(self._generate, "generate"))
         app.router.add_get(MODELS_PATH, self._guard(self._models, "models"))
         app.router.add_get(HEALTH_PATH, self._guard(self._health, "health"))
@@ -285,7 +301,8 @@ class ModelServer:
     @property
     def requests(self) -> dict[str, int]:
         """Requests received so far, by endpoint: ``"chat"`` (``/v1/chat/completions``),
-        ``"generate"``, ``"models"``, ``"health"`` (endpoints not yet called are absent)."""
+        ``"responses"`` (``/v1/responses``), ``"generate"``, ``"models"``, ``"health"``
+        (endpoints not yet called are absent)."""
         return dict(self._counts)
 
     @property
@@ -299,7 +316,7 @@ class ModelServer:
 
     # plumbing -------------------------------------------------------------------
     def _guard(self, handler: Handler, endpoint: str) -> Handler:
-        counted = endpoint in ("chat", "generate")
+        counted = endpoint in ("chat", "responses", "generate")
 
         async def guarded(request: web.Request) -> web.StreamResponse:
             self._counts[endpoint] += 1
@@ -393,8 +410,12 @@ class ModelServer:
             fault = await self._faults.before_answer(slot, turn)
         return _Answer(model, self._completion(turn), fault)
 
-    def _new_id(self, prefix: str) -> str:
-        return f"{prefix}-{next(self._ids):012x}"
+    def _new_id(self, prefix: str, sep: str = "-") -> str:
+        return f"{prefix}{sep}{next(self._ids):012x}"
+
+    def _item_id(self, prefix: str) -> str:
+        """An id in the Responses API's form (``resp_...``, ``msg_...``, ``fc_...``)."""
+        return self._new_id(prefix, "_")
 
     # routes ---------------------------------------------------------------------
     async def _health(self, request: web.Request) -> web.StreamResponse:
@@ -420,6 +441,24 @@ class ModelServer:
             events = chat_events(parsed, reply, ident=ident, created=created, model=answer.model)
             return await send_events(request, events, truncate=answer.truncate)
         payload = chat_payload(parsed, reply, ident=ident, created=created, model=answer.model)
+        return await send_json(request, payload, truncate=answer.truncate)
+
+    async def _responses(self, request: web.Request) -> web.StreamResponse:
+        parsed = read_responses(await read_json(request))
+        answer = await self._answer(parsed)
+        try:
+            prompt_ids = self._prompts.encode(parsed.messages or (), parsed.tools)
+        except ValueError as exc:
+            raise Rejected(400, f"cannot render the conversation: {exc}") from None
+        reply = chat_reply(parsed, answer.completion, prompt_ids, self.tokenizer, self.parser)
+        output = responses_output(parsed, reply, new_id=self._item_id)
+        payload = responses_payload(
+            parsed, reply, output, ident=self._item_id("resp"), created=int(time.time()),
+            model=answer.model,
+        )  # fmt: skip
+        if parsed.stream:
+            events = responses_events(payload)
+            return await send_events(request, events, truncate=answer.truncate, named=True)
         return await send_json(request, payload, truncate=answer.truncate)
 
     async def _generate(self, request: web.Request) -> web.StreamResponse:

@@ -118,12 +118,20 @@ async def send_json(request: web.Request, payload: Any, *, truncate: bool) -> we
     raise Dropped(response)
 
 
-async def send_events(
-    request: web.Request, events: Sequence[Any], *, truncate: bool
-) -> web.StreamResponse:
-    """``events`` as a server-sent event stream ended by ``data: [DONE]``.
+def _event(event: Any, named: bool) -> bytes:
+    head = b"event: " + str(event["type"]).encode("utf-8") + b"\n" if named else b""
+    return head + b"data: " + _encode(event) + b"\n\n"
 
-    With ``truncate``, only the first half of the events is sent and the connection drops.
+
+async def send_events(
+    request: web.Request, events: Sequence[Any], *, truncate: bool, named: bool = False
+) -> web.StreamResponse:
+    """``events`` as a server-sent event stream.
+
+    A chat stream (``named=False``) is ``data:`` lines ended by ``data: [DONE]``; a
+    Responses stream (``named=True``) gives each event an ``event:`` line naming its
+    ``type`` and ends without ``[DONE]``, as OpenAI's Responses API streams. With
+    ``truncate``, only the first half of the events is sent and the connection drops.
 
     Raises:
         Dropped: after writing a truncated stream.
@@ -134,9 +142,10 @@ async def send_events(
     await response.prepare(request)
     if truncate:
         events = events[: max(1, len(events) // 2)]
-    await response.write(b"".join(b"data: " + _encode(event) + b"\n\n" for event in events))
+    await response.write(b"".join(_event(event, named) for event in events))
     if truncate:
         raise Dropped(response)
-    await response.write(b"data: [DONE]\n\n")
+    if not named:
+        await response.write(b"data: [DONE]\n\n")
     await response.write_eof()
     return response

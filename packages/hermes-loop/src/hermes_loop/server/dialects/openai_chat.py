@@ -1,10 +1,11 @@
 """OpenAI chat completions (``POST /v1/chat/completions``): request in, payload out.
 
-Read: ``messages``, ``tools``, ``model``, ``max_tokens`` / ``max_completion_tokens``,
-``n`` (1 only), ``stream`` with ``stream_options.include_usage``, ``logprobs``, and
-vLLM's ``return_token_ids``. Written: a ``chat.completion`` object, or the
-``chat.completion.chunk`` events of a stream, with ``usage`` counted by the tokenizer on
-the rendered prompt and completion.
+Read: ``messages`` (every role of the API, read as the prompt's four by
+``chat_input.normalize_messages``), ``tools``, ``model``, ``max_tokens`` /
+``max_completion_tokens``, ``n`` (1 only), ``stream`` with
+``stream_options.include_usage``, ``logprobs``, and vLLM's ``return_token_ids``.
+Written: a ``chat.completion`` object, or the ``chat.completion.chunk`` events of a
+stream, with ``usage`` counted by the tokenizer on the rendered prompt and completion.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from hermes_loop.server.completions import Completion, truncated_message
 from hermes_loop.server.conversations import chat_key, chat_turn_index
+from hermes_loop.server.dialects.chat_input import normalize_messages
 from hermes_loop.server.dialects.request import ParsedRequest
 from hermes_loop.server.wire import Rejected, int_field
 from hermes_loop.tokenizer import Tokenizer
@@ -41,17 +43,14 @@ def read_chat(body: Mapping[str, Any]) -> ChatRequest:
     """Read a chat completions body.
 
     Raises:
-        Rejected: 400 for missing or malformed ``messages``, ``tools`` that are not a
+        Rejected: 400 for missing or malformed ``messages`` (an unknown role, a malformed
+            content part or tool call: the message names ``messages[i]``), ``tools`` that are not a
             list, ``n`` other than 1, or a ``max_tokens`` that is not a positive integer.
     """
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise Rejected(400, "'messages' must be a non-empty list of messages", param="messages")
-    for index, message in enumerate(messages):
-        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
-            raise Rejected(
-                400, f"messages[{index}] must be an object with a 'role'", param="messages"
-            )
+    messages = normalize_messages(messages)
     tools = body.get("tools") or None
     if tools is not None and not isinstance(tools, list):
         raise Rejected(400, "'tools' must be a list of tool schemas", param="tools")

@@ -1,0 +1,473 @@
+"""OpenAI's Responses API (``POST /v1/responses``): request in, payload out.
+
+The shapes are those of the ``openai`` package's ``openai.types.responses``.
+
+Read: ``input`` (a string, or a list of items: messages of any role with text or
+``input_*`` content parts, ``function_call``, ``function_call_output``,
+``custom_tool_call``, ``custom_tool_call_output`` and ``reasoning`` items),
+``instructions``, ``tools`` (function tools in the Responses shape, ``{"type":
+"function", "name", "parameters", ...}``), ``tool_choice``, ``parallel_tool_calls``,
+``max_output_tokens``, ``stream``, ``include`` (``message.output_text.logprobs``) and
+``model``. The input becomes the chat messages the chat route would have read (an
+assistant turn's reasoning, message and calls, in that order, make one assistant
+message), so scripts, replays and policies answer both routes alike: turn *k* answers
+an input holding *k* assistant turns. The server keeps no responses, so
+``previous_response_id``, ``conversation`` and ``item_reference`` items are refused
+with a 400 that says to send the items themselves.
+
+Written: a ``response`` object whose ``output`` holds a ``reasoning`` item (the turn's
+reasoning as ``reasoning_text``), a ``message`` item (``output_text``) and one
+``function_call`` item per tool call, with ``usage`` counted by the tokenizer; or, for
+``stream``, the Responses server-sent events (``response.created`` ...
+``response.completed``), each with its ``sequence_number``. A reply cut by
+``max_output_tokens`` is ``status: "incomplete"`` with ``incomplete_details.reason:
+"max_output_tokens"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hermes_loop.server.conversations import chat_key, chat_turn_index
+from hermes_loop.server.dialects.chat_input import content_text
+from hermes_loop.server.dialects.openai_chat import STREAM_PIECE, ChatReply, ChatRequest
+from hermes_loop.server.wire import Rejected, int_field
+
+__all__ = [
+    "ResponsesRequest",
+    "read_responses",
+    "responses_events",
+    "responses_output",
+    "responses_payload",
+]
+
+_ITEM_TYPES = (
+    "message",
+    "function_call",
+    "function_call_output",
+    "custom_tool_call",
+    "custom_tool_call_output",
+    "reasoning",
+)
+_MESSAGE_ROLES = ("user", "system", "developer", "assistant")
+_LOGPROBS = "message.output_text.logprobs"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResponsesRequest(ChatRequest):
+    """A Responses API request: its input as chat messages, and what its answer echoes."""
+
+    instructions: str | None = None
+    tools_sent: list[Any] = field(default_factory=list)
+    tool_choice: Any = "auto"
+    parallel_tool_calls: bool = True
+    temperature: float | None = None
+    top_p: float | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def _bad(where: str, problem: str, param: str = "input") -> Rejected:
+    return Rejected(400, f"{where}: {problem}", param=param)
+
+
+def _string(item: Mapping[str, Any], key: str, where: str) -> str:
+    value = item.get(key)
+    if not isinstance(value, str) or not value:
+        raise _bad(where, f"needs {key!r} (a non-empty string)")
+    return value
+
+
+class _Turns:
+    """Builds chat messages from input items, one assistant message per assistant turn."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self._text: list[str] | None = None
+        self._calls: list[dict[str, Any]] = []
+        self._reasoning: str | None = None
+        self._open = False
+
+    def flush(self) -> None:
+        if not self._open:
+            return
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": "".join(self._text) if self._text is not None else None,
+        }
+        if self._calls:
+            message["tool_calls"] = self._calls
+        if self._reasoning is not None:
+            message["reasoning_content"] = self._reasoning
+        self.messages.append(message)
+        self._text, self._calls, self._reasoning, self._open = None, [], None, False
+
+    def reasoning(self, text: str) -> None:
+        if self._open:
+            self.flush()
+        self._open, self._reasoning = True, text
+
+    def text(self, text: str) -> None:
+        if self._text is not None or self._calls:
+            self.flush()
+        self._open, self._text = True, [text]
+
+    def call(self, call_id: str, name: str, arguments: str) -> None:
+        self._open = True
+        function = {"name": name, "arguments": arguments}
+        self._calls.append({"id": call_id, "type": "function", "function": function})
+
+    def other(self, message: dict[str, Any]) -> None:
+        self.flush()
+        self.messages.append(message)
+
+
+def _reasoning_text(item: Mapping[str, Any], where: str) -> str:
+    for key, kind in (("content", "reasoning_text"), ("summary", "summary_text")):
+        parts = item.get(key)
+        if parts is None:
+            continue
+        if not isinstance(parts, list):
+            raise _bad(f"{where}.{key}", f"must be a list of {kind} parts")
+        texts = []
+        for j, part in enumerate(parts):
+            if not isinstance(part, Mapping) or not isinstance(part.get("text"), str):
+                raise _bad(f"{where}.{key}[{j}]", f"must be a {kind} part with 'text'")
+            texts.append(part["text"])
+        if texts:
+            return "\n\n".join(texts)
+    return ""
+
+
+def _output_text(output: Any, where: str) -> str:
+    if isinstance(output, str):
+        return output
+    return content_text(output, f"{where}.output", param="input") or ""
+
+
+def _read_item(item: Any, index: int, turns: _Turns) -> None:
+    where = f"input[{index}]"
+    if not isinstance(item, Mapping):
+        raise _bad(where, f"an input item must be an object, got {type(item).__name__}")
+    kind = item.get("type")
+    if kind is None and "role" in item:
+        kind = "message"
+    if kind == "message":
+        role = item.get("role")
+        if role not in _MESSAGE_ROLES:
+            raise _bad(where, f"unknown role {role!r}; expected one of {', '.join(_MESSAGE_ROLES)}")
+        text = content_text(item.get("content"), where, param="input") or ""
+        if role == "assistant":
+            turns.text(text)
+        else:
+            turns.other({"role": "user" if role == "user" else "system", "content": text})
+    elif kind in ("function_call", "custom_tool_call"):
+        key = "arguments" if kind == "function_call" else "input"
+        arguments = item.get(key, "")
+        if not isinstance(arguments, str):
+            raise _bad(where, f"{key!r} must be a string, got {type(arguments).__name__}")
+        call_id = _string(item, "call_id", where)
+        turns.call(call_id, _string(item, "name", where), arguments or "{}")
+    elif kind in ("function_call_output", "custom_tool_call_output"):
+        call_id = _string(item, "call_id", where)
+        content = _output_text(item.get("output"), where)
+        turns.other({"role": "tool", "tool_call_id": call_id, "content": content})
+    elif kind == "reasoning":
+        turns.reasoning(_reasoning_text(item, where))
+    elif kind == "item_reference":
+        raise _bad(
+            where,
+            "an item_reference needs stored items, and the scripted model server stores none; "
+            "send the items themselves",
+        )
+    else:
+        raise _bad(
+            where, f"input item type {kind!r} is not served here; expected {', '.join(_ITEM_TYPES)}"
+        )
+
+
+def _messages(body: Mapping[str, Any], instructions: str | None) -> list[dict[str, Any]]:
+    raw = body.get("input")
+    turns = _Turns()
+    if instructions:
+        turns.other({"role": "system", "content": instructions})
+    if isinstance(raw, str):
+        turns.other({"role": "user", "content": raw})
+    elif isinstance(raw, list) and raw:
+        for index, item in enumerate(raw):
+            _read_item(item, index, turns)
+    else:
+        raise Rejected(
+            400, "'input' must be a string or a non-empty list of input items", param="input"
+        )
+    turns.flush()
+    return turns.messages
+
+
+def _chat_tool(tool: Any, index: int) -> Any:
+    """A Responses tool in the chat completions shape the prompt renders."""
+    where = f"tools[{index}]"
+    if not isinstance(tool, Mapping):
+        raise _bad(where, f"a tool must be an object, got {type(tool).__name__}", "tools")
+    kind = tool.get("type")
+    if kind not in ("function", "custom"):
+        return dict(tool)  # a hosted tool: shown to the prompt as it was sent
+    if "function" in tool and kind == "function":
+        return dict(tool)  # already in the chat completions shape
+    name = tool.get("name")
+    if not isinstance(name, str) or not name:
+        raise _bad(where, f"a {kind} tool needs 'name' (a non-empty string)", "tools")
+    function: dict[str, Any] = {"name": name}
+    if isinstance(tool.get("description"), str):
+        function["description"] = tool["description"]
+    if kind == "function" and isinstance(tool.get("parameters"), Mapping):
+        function["parameters"] = tool["parameters"]
+    return {"type": "function", "function": function}
+
+
+def _number(body: Mapping[str, Any], key: str) -> float | None:
+    value = body.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise Rejected(400, f"{key} must be a number, got {value!r}", param=key)
+    return float(value)
+
+
+def read_responses(body: Mapping[str, Any]) -> ResponsesRequest:
+    """Read a Responses API body.
+
+    Raises:
+        Rejected: 400 for a missing or malformed ``input`` (the message names
+            ``input[i]`` and what was expected), ``instructions`` that are not a string,
+            ``tools`` that are not a list of tool objects, a ``max_output_tokens`` that is
+            not a positive integer, or a ``previous_response_id`` / ``conversation`` (the
+            server keeps no state: send the whole conversation).
+    """
+    for key in ("previous_response_id", "conversation"):
+        if body.get(key) is not None:
+            raise Rejected(
+                400,
+                f"{key} is not supported: the scripted model server keeps no responses; "
+                "send the whole conversation in 'input'",
+                param=key,
+            )
+    instructions = body.get("instructions")
+    if instructions is not None and not isinstance(instructions, str):
+        raise Rejected(400, "'instructions' must be a string", param="instructions")
+    messages = _messages(body, instructions)
+    sent = body.get("tools")
+    if sent is not None and not isinstance(sent, list):
+        raise Rejected(400, "'tools' must be a list of tools", param="tools")
+    tools = [_chat_tool(tool, i) for i, tool in enumerate(sent or ())] or None
+    max_tokens = int_field(body, "max_output_tokens")
+    if max_tokens is not None and max_tokens < 1:
+        raise Rejected(
+            400, f"max_output_tokens must be >= 1, got {max_tokens}", param="max_output_tokens"
+        )
+    include = body.get("include")
+    logprobs = (isinstance(include, list) and _LOGPROBS in include) or bool(
+        body.get("top_logprobs")
+    )
+    metadata = body.get("metadata")
+    return ResponsesRequest(
+        endpoint="responses",
+        body=body,
+        model=body.get("model"),
+        turn_index=chat_turn_index(messages),
+        conversation=chat_key(messages),
+        messages=messages,
+        tools=tools,
+        max_tokens=max_tokens,
+        stream=bool(body.get("stream")),
+        include_usage=False,
+        logprobs=logprobs,
+        return_token_ids=False,
+        instructions=instructions,
+        tools_sent=list(sent or ()),
+        tool_choice=body.get("tool_choice") or "auto",
+        parallel_tool_calls=body.get("parallel_tool_calls") is not False,
+        temperature=_number(body, "temperature"),
+        top_p=_number(body, "top_p"),
+        metadata=dict(metadata) if isinstance(metadata, Mapping) else {},
+    )
+
+
+def _status(reply: ChatReply) -> tuple[str, dict[str, str] | None]:
+    if reply.finish_reason == "length":
+        return "incomplete", {"reason": "max_output_tokens"}
+    if reply.finish_reason == "content_filter":
+        return "incomplete", {"reason": "content_filter"}
+    return "completed", None
+
+
+def responses_output(
+    request: ResponsesRequest, reply: ChatReply, *, new_id: Callable[[str], str]
+) -> list[dict[str, Any]]:
+    """The ``output`` items of the answer: reasoning, message, function calls (in order).
+
+    A message item is written when the reply has text, or has neither text nor calls.
+    """
+    message = reply.message
+    status = "completed" if _status(reply)[0] == "completed" else "incomplete"
+    items: list[dict[str, Any]] = []
+    reasoning = message.get("reasoning_content")
+    if reasoning:
+        items.append(
+            {
+                "id": new_id("rs"),
+                "type": "reasoning",
+                "summary": [],
+                "content": [{"type": "reasoning_text", "text": reasoning}],
+                "status": status,
+            }
+        )
+    calls = message.get("tool_calls") or ()
+    content = message.get("content") or ""
+    if content or not calls:
+        text = {
+            "type": "output_text",
+            "text": content,
+            "annotations": [],
+            "logprobs": reply.logprobs or [],
+        }
+        items.append(
+            {
+                "id": new_id("msg"),
+                "type": "message",
+                "role": "assistant",
+                "status": status,
+                "content": [text],
+            }
+        )
+    for call in calls:
+        function = call["function"]
+        items.append(
+            {
+                "id": new_id("fc"),
+                "type": "function_call",
+                "call_id": call["id"],
+                "name": function["name"],
+                "arguments": function["arguments"],
+                "status": status,
+            }
+        )
+    return items
+
+
+def _usage(reply: ChatReply) -> dict[str, Any]:
+    prompt, completion = len(reply.prompt_token_ids), len(reply.token_ids)
+    return {
+        "input_tokens": prompt,
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+        "output_tokens": completion,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": prompt + completion,
+    }
+
+
+def responses_payload(
+    request: ResponsesRequest,
+    reply: ChatReply,
+    output: Sequence[Mapping[str, Any]],
+    *,
+    ident: str,
+    created: int,
+    model: str,
+) -> dict[str, Any]:
+    """The ``response`` object (``status`` completed, or incomplete when cut)."""
+    status, details = _status(reply)
+    return {
+        "id": ident,
+        "object": "response",
+        "created_at": created,
+        "completed_at": created,
+        "status": status,
+        "error": None,
+        "incomplete_details": details,
+        "model": model,
+        "instructions": request.instructions,
+        "output": list(output),
+        "tools": request.tools_sent,
+        "tool_choice": request.tool_choice,
+        "parallel_tool_calls": request.parallel_tool_calls,
+        "max_output_tokens": request.max_tokens,
+        "temperature": request.temperature,
+        "top_p": request.top_p,
+        "metadata": request.metadata,
+        "previous_response_id": None,
+        "store": False,
+        "text": {"format": {"type": "text"}},
+        "truncation": "disabled",
+        "usage": _usage(reply),
+    }
+
+
+def _pieces(text: str) -> list[str]:
+    return [text[i : i + STREAM_PIECE] for i in range(0, len(text), STREAM_PIECE)] or [""]
+
+
+def _item_events(item: Mapping[str, Any], index: int) -> list[dict[str, Any]]:
+    """The events of one output item, from ``output_item.added`` to ``output_item.done``."""
+    ident, kind = item["id"], item["type"]
+    at = {"item_id": ident, "output_index": index}
+    events: list[dict[str, Any]] = []
+    if kind == "function_call":
+        events.append(
+            {"type": "response.output_item.added", "output_index": index,
+             "item": {**item, "arguments": "", "status": "in_progress"}}
+        )  # fmt: skip
+        events += [
+            {"type": "response.function_call_arguments.delta", **at, "delta": piece}
+            for piece in _pieces(item["arguments"])
+        ]
+        events.append(
+            {"type": "response.function_call_arguments.done", **at,
+             "name": item["name"], "arguments": item["arguments"]}
+        )  # fmt: skip
+    else:
+        events.append(
+            {"type": "response.output_item.added", "output_index": index,
+             "item": {**item, "content": [], "status": "in_progress"}}
+        )  # fmt: skip
+        is_message = kind == "message"
+        delta, done = (
+            ("response.output_text.delta", "response.output_text.done")
+            if is_message
+            else ("response.reasoning_text.delta", "response.reasoning_text.done")
+        )
+        for number, part in enumerate(item["content"]):
+            empty = {**part, "text": ""}
+            if is_message:
+                empty["logprobs"] = []
+            where = {**at, "content_index": number}
+            events.append({"type": "response.content_part.added", **where, "part": empty})
+            extra: dict[str, Any] = {"logprobs": []} if is_message else {}
+            events += [
+                {"type": delta, **where, "delta": piece, **extra} for piece in _pieces(part["text"])
+            ]
+            events.append({"type": done, **where, "text": part["text"], **extra})
+            events.append({"type": "response.content_part.done", **where, "part": part})
+    events.append({"type": "response.output_item.done", "output_index": index, "item": item})
+    return events
+
+
+def responses_events(payload: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The server-sent events of a streamed answer whose final object is ``payload``.
+
+    ``response.created`` and ``response.in_progress`` (the response without output or
+    usage), each output item's events, then ``response.completed`` (or
+    ``response.incomplete``) with the whole response; ``sequence_number`` counts from 0.
+    """
+    opening = {**payload, "status": "in_progress", "output": [], "usage": None}
+    opening.update(completed_at=None, incomplete_details=None)
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": opening},
+        {"type": "response.in_progress", "response": opening},
+    ]
+    for index, item in enumerate(payload["output"]):
+        events += _item_events(item, index)
+    final = "response.completed" if payload["status"] == "completed" else "response.incomplete"
+    events.append({"type": final, "response": dict(payload)})
+    return [{**event, "sequence_number": number} for number, event in enumerate(events)]
