@@ -98,7 +98,7 @@ class _Turns:
         }
         if self._calls:
             message["tool_calls"] = self._calls
-        if self._reasoning is not None:
+        if self._reasoning:
             message["reasoning_content"] = self._reasoning
         self.messages.append(message)
         self._text, self._calls, self._reasoning, self._open = None, [], None, False
