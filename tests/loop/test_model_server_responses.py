@@ -241,6 +241,37 @@ async def test_policy_sees_the_input_as_chat_messages_and_chat_tools() -> None:
     assert seen[1].messages[2]["tool_call_id"] == call.call_id
 
 
+async def test_assistant_turns_are_counted_from_the_items() -> None:
+    seen: list[ModelRequest] = []
+
+    def policy(request: ModelRequest) -> Turn:
+        seen.append(request)
+        return Turn("ok")
+
+    call: dict[str, Any] = {"type": "function_call", "call_id": "c1", "name": "ls", "arguments": ""}
+    said: dict[str, Any] = {"role": "assistant", "content": "said"}
+    thought: dict[str, Any] = {
+        "type": "reasoning",
+        "summary": [{"type": "summary_text", "text": "t"}],
+    }
+    inputs: list[list[Any]] = [
+        [{"role": "user", "content": "hi"}, thought, said, call, {**call, "call_id": "c2"}],
+        [{"role": "user", "content": "hi"}, said, said],
+        [{"role": "user", "content": "hi"}, call, said],
+        [{"role": "user", "content": "hi"}, said, thought, call],
+    ]
+    async with ModelServer(Policy(policy)) as running, client(running) as api:
+        for items in inputs:
+            await api.responses.create(model="scripted", input=items, max_output_tokens=50)
+    assert [request.turn_index for request in seen] == [1, 2, 2, 2]
+    first = seen[0].messages[1]
+    assert first["reasoning_content"] == "t"
+    assert first["content"] == "said"
+    assert [c["id"] for c in first["tool_calls"]] == ["c1", "c2"]
+    assert first["tool_calls"][0]["function"] == {"name": "ls", "arguments": "{}"}
+    assert all(request.max_tokens == 50 for request in seen)
+
+
 async def test_a_replay_answers_the_responses_route() -> None:
     recorded: list[dict[str, Any]] = [
         {"role": "user", "content": "hi"},

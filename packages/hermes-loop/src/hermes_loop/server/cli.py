@@ -108,8 +108,8 @@ def build_arg_parser() -> argparse.ArgumentParser:
     """The command line of ``hermes-model-server`` (its errors are one line each)."""
     parser = _ArgumentParser(
         prog=PROG,
-        description="A scripted OpenAI-compatible model server (chat completions and "
-        "/generate) for offline tests, demos and benchmarks.",
+        description="A scripted OpenAI-compatible model server (chat completions, the "
+        "Responses API and /generate) for offline tests, demos and benchmarks.",
         epilog=_SCHEMA,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -89,16 +89,20 @@ class ModelRequest:
     """One request, as a responder sees it.
 
     Attributes:
-        endpoint: ``"chat"`` (``/v1/chat/completions``) or ``"generate"`` (``/generate``).
+        endpoint: ``"chat"`` (``/v1/chat/completions``), ``"responses"``
+            (``/v1/responses``) or ``"generate"`` (``/generate``).
         model: the model (script) name the request was routed to.
         turn_index: the number of assistant turns already in the conversation.
         body: the decoded JSON request body.
         prompt_text: for ``generate``, the decoded prompt; ``None`` for chat.
         prompt_token_ids: for ``generate``, the prompt token ids; ``None`` for chat.
-        messages: the conversation (for ``generate``, parsed back from the prompt text
-            on first access).
-        tools: the tool schemas offered, or ``None``.
-        max_tokens: the request's ``max_tokens`` / ``max_completion_tokens`` or ``None``.
+        messages: the conversation as OpenAI messages of the roles ``system``,
+            ``user``, ``assistant`` and ``tool`` (a chat request's ``developer`` and
+            ``function`` messages and a Responses input are read into these; for
+            ``generate``, parsed back from the prompt text on first access).
+        tools: the tool schemas offered (in the chat completions shape), or ``None``.
+        max_tokens: the request's ``max_tokens`` / ``max_completion_tokens`` /
+            ``max_output_tokens`` or ``None``.
     """
 
     def __init__(
@@ -143,7 +147,7 @@ class ModelRequest:
     @property
     def max_tokens(self) -> int | None:
         """The completion token budget asked for, if any."""
-        for key in ("max_completion_tokens", "max_tokens", "max_new_tokens"):
+        for key in ("max_completion_tokens", "max_tokens", "max_output_tokens", "max_new_tokens"):
             value = self.body.get(key)
             if isinstance(value, int) and not isinstance(value, bool):
                 return value

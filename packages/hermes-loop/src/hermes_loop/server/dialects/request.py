@@ -17,12 +17,12 @@ class ParsedRequest:
     """What every dialect reads from a request: enough to choose and count the turn.
 
     Attributes:
-        endpoint: ``"chat"`` or ``"generate"``.
+        endpoint: ``"chat"``, ``"responses"`` or ``"generate"``.
         body: the decoded JSON body.
         model: the ``model`` field as sent (``None`` when absent).
         turn_index: the number of assistant turns the conversation already holds.
         conversation: a key naming the conversation (fault attempts are counted per key).
-        messages, tools: the conversation, for chat requests.
+        messages, tools: the conversation, for chat and Responses requests.
         prompt_text, prompt_token_ids: the prompt, for ``/generate`` requests.
     """
 
