@@ -16,8 +16,11 @@ ChatML prompt the server renders (``hermes_loop.chat_template``) has ``system``,
   ``file`` as ``[file NAME]`` (a scripted model reads no media; the marks keep the
   prompt's token count honest about their presence).
 
-Fields the prompt does not read (``name`` of a participant, ``audio``, cache breakpoints)
-are dropped. Anything malformed is a 400 naming ``messages[i]`` and what was expected.
+A message already in the prompt's form (one of the four roles, string content, function
+tool calls with string arguments) is passed on as it was sent, so the common request
+costs no copy; any other is rebuilt with only the fields the prompt reads (a
+participant's ``name``, ``audio`` and cache breakpoints are dropped). Anything malformed
+is a 400 naming ``messages[i]`` and what was expected.
 """
 
 from __future__ import annotations
@@ -141,8 +144,34 @@ def _assistant(message: Mapping[str, Any], where: str) -> dict[str, Any]:
     return out
 
 
+def _plain(message: Mapping[str, Any]) -> bool:
+    """Whether ``message`` is already in the prompt's form (then it is kept as sent)."""
+    role = message.get("role")
+    content = message.get("content")
+    if role in ("system", "user", "tool"):
+        return isinstance(content, str)
+    if role != "assistant" or not (content is None or isinstance(content, str)):
+        return False
+    if message.get("function_call") is not None or message.get("refusal"):
+        return False
+    calls = message.get("tool_calls")
+    if calls is None:
+        return True
+    return isinstance(calls, list) and all(
+        isinstance(call, Mapping)
+        and call.get("type", "function") == "function"
+        and isinstance(call.get("function"), Mapping)
+        and isinstance(call["function"].get("name"), str)
+        and isinstance(call["function"].get("arguments"), str)
+        for call in calls
+    )
+
+
 def normalize_messages(messages: Sequence[Any]) -> list[dict[str, Any]]:
     """``messages`` (any chat completions roles) as ``system``/``user``/``assistant``/``tool``.
+
+    A message already in that form (a string content, function tool calls with string
+    arguments) is kept as it was sent, the same object.
 
     Raises:
         Rejected: 400 naming ``messages[i]`` for a message that is not an object, an
@@ -155,7 +184,9 @@ def normalize_messages(messages: Sequence[Any]) -> list[dict[str, Any]]:
         role = message.get("role") if isinstance(message, Mapping) else None
         if not isinstance(message, Mapping) or not isinstance(role, str):
             raise _bad(where, "must be an object with a 'role'")
-        if role in ("system", "developer", "user"):
+        if isinstance(message, dict) and _plain(message):
+            out.append(message)
+        elif role in ("system", "developer", "user"):
             text = content_text(message.get("content"), where)
             out.append({"role": "user" if role == "user" else "system", "content": text or ""})
         elif role == "assistant":
