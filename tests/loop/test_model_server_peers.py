@@ -4,7 +4,8 @@ inspect-ai's ``openai/`` model provider (its default request for a ``gpt-5`` mod
 to the Responses API; with ``responses_api=False`` it sends chat completions with a
 ``developer`` message) and PrimeIntellect verifiers' ``ToolEnv.evaluate`` run a
 one-sample task with a tool against a ``Policy`` served on 127.0.0.1, and the scripted
-tool call, the tool's result and the scripted answer must arrive.
+tool call, the tool's result and the scripted answer must arrive (inspect-ai's
+Responses requests also streamed).
 
 Both come from the workspace's ``peers`` dependency group (a default group, Python >= 3.12
 only); where they are absent the tests are skipped with the command that installs them.
@@ -121,6 +122,14 @@ def test_inspect_ai_default_request_goes_to_the_responses_api(tmp_path: Path) ->
     assert tool == {
         "role": "tool", "tool_call_id": assistant["tool_calls"][0]["id"], "content": "5"
     }  # fmt: skip
+
+
+def test_inspect_ai_streams_from_the_responses_api(tmp_path: Path) -> None:
+    recorder = Recorder()
+    log = run_inspect(recorder, tmp_path, streaming=True)
+    check_inspect_log(log)
+    requests = recorder.task_requests()
+    assert [(r.endpoint, r.body.get("stream")) for r in requests] == [("responses", True)] * 2
 
 
 def test_inspect_ai_chat_completions_with_a_developer_message(tmp_path: Path) -> None:
