@@ -45,7 +45,8 @@ __all__ = ["COMMANDS", "USAGE", "main"]
 COMMANDS = ("evaluate", "check", "rescore")
 USAGE = (
     f"usage: hermes-bench {{{'|'.join(SUITES)}}} {{{'|'.join(COMMANDS)}}} "
-    "[OUT (rescore)] [--config FILE] [--env.NAME VALUE] [--openai.NAME VALUE]"
+    "[OUT (rescore)] [--config FILE] [--env.NAME VALUE] [--openai.NAME VALUE] "
+    "| hermes-bench view OUT [--serve]"
 )
 
 
@@ -189,6 +190,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args or args[0] in ("-h", "--help", "help") or "--help" in args or "-h" in args:
         print(USAGE, file=sys.stdout if args else sys.stderr)
         return 0 if args else 2
+    if args[0] == "view":  # a finished run in the browser
+        from hermes_benchmarks.view import view_main
+
+        return view_main(args[1:])
     if args[0] == YC_BENCH.name:  # its own environment and options (hermes-envs' CLI)
         from hermes_benchmarks.suites.yc_bench import main as yc_bench_main
 
