@@ -1,9 +1,9 @@
 """The harness's own speed: the oracle over the shipped tasks on the docker backend.
 
-Runs every task of ``tests/benchmarks/tasks`` with the oracle agent at concurrency 1 and
-then 8 (images built once first, so builds are cache hits), and prints the wall time per
-trial split into image, sandbox start, agent, verifier and teardown (medians), and the
-run's wall time per trial.
+Runs every shipped sample task (``hermes_benchmarks/sample_tasks``) with the oracle agent
+at concurrency 1 and then 8 (images built once first, so builds are cache hits), and
+prints the wall time per trial split into image, sandbox start, agent, verifier and
+teardown (medians), and the run's wall time per trial.
 
 Bars: at concurrency 1, a trial of a one-command task takes at most 2 s of wall time end
 to end (harbor measured 4.3-7 s per such trial on this machine kind); at concurrency 8
@@ -23,6 +23,7 @@ from pathlib import Path
 
 from hermes_benchmarks import OracleAgent, TrialResult, TrialSettings, load_tasks
 from hermes_benchmarks.run import RESULTS_FILE, run_benchmark
+from hermes_benchmarks.samples import sample_tasks_dir
 from hermes_sandbox.backends.docker import (
     DEFAULT_IMAGE,
     DockerDaemon,
@@ -30,7 +31,7 @@ from hermes_sandbox.backends.docker import (
     image_exists,
 )
 
-TASKS = Path(__file__).resolve().parents[1] / "tests" / "benchmarks" / "tasks"
+TASKS = sample_tasks_dir()
 STEPS = ("image", "sandbox_start", "agent", "artifacts", "verifier", "teardown")
 #: Wall seconds per trial at concurrency 1, end to end, images built.
 BAR_SECONDS = 2.0

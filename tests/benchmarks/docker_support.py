@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from hermes_benchmarks.samples import sample_tasks_dir
 from hermes_sandbox.backends.docker import (
     DEFAULT_IMAGE,
     DockerDaemon,
@@ -13,7 +14,7 @@ from hermes_sandbox.backends.docker import (
     image_exists,
 )
 
-SHIPPED = Path(__file__).parent / "tasks"
+SHIPPED = sample_tasks_dir()
 FAULTY = Path(__file__).parent / "faulty_tasks"
 
 

@@ -11,6 +11,7 @@ import pytest
 from hermes_benchmarks.cli import USAGE, resolve
 from hermes_benchmarks.config import leaderboard_problems
 from hermes_benchmarks.suites import SUITES, TBLITE, TERMINALBENCH2, default_yaml
+from tests.benchmarks.docker_support import SHIPPED
 
 
 def bench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -73,7 +74,7 @@ def test_no_arguments_is_the_usage_line_on_stderr() -> None:
                 "tblite",
                 "evaluate",
                 "--env.tasks_dir",
-                "tests/benchmarks/tasks",
+                str(SHIPPED),
                 "--env.image_map",
                 "justone",
             ],
@@ -84,7 +85,7 @@ def test_no_arguments_is_the_usage_line_on_stderr() -> None:
                 "tblite",
                 "evaluate",
                 "--env.tasks_dir",
-                "tests/benchmarks/tasks",
+                str(SHIPPED),
                 "--env.agent",
                 "no_such_module_here:Agent",
             ],
@@ -95,7 +96,7 @@ def test_no_arguments_is_the_usage_line_on_stderr() -> None:
                 "terminalbench2",
                 "evaluate",
                 "--env.tasks_dir",
-                "tests/benchmarks/tasks",
+                str(SHIPPED),
                 "--env.leaderboard",
                 "true",
             ],

@@ -46,8 +46,10 @@ def test_the_public_names_are_pinned() -> None:
         "ToolRegistry",
         "ToolRunner",
         "ToolSet",
+        "TurnRecord",
         "UnknownToolsetError",
         "__version__",
+        "atif_trajectory",
     ]
     assert hermes_loop.__all__ == sorted(hermes_loop.__all__)
     for name in hermes_loop.__all__:

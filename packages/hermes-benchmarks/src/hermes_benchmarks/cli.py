@@ -4,7 +4,10 @@
 endpoint, ``oracle``, or ``module:Class``) over the suite's tasks; ``check`` runs the
 oracle over every task and reports each task whose oracle fails (exit status 1 then);
 ``rescore OUT`` re-verifies a finished run from the artifacts it kept
-(:mod:`hermes_benchmarks.rescore`).
+(:mod:`hermes_benchmarks.rescore`); ``list`` prints the tasks (name, tier, category,
+timeouts, image, verifier mode) without running anything. ``hermes-bench samples`` prints
+the folder of the six sample tasks shipped with the package; ``hermes-bench view OUT``
+writes a run's page (:mod:`hermes_benchmarks.view`).
 Settings merge in that order: the suite's ``default.yaml``, ``--config FILE``, then
 ``--env.NAME VALUE`` / ``--openai.NAME VALUE``. Every bad option answers in one line on
 stderr (exit status 2); a failure to start (no such tasks folder, a dataset that cannot
@@ -25,6 +28,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 from rich.console import Console
+from rich.table import Table
 
 from hermes_benchmarks.agents import Agent, HermesAgent
 from hermes_benchmarks.config import BenchConfig, OpenAISection, Suite
@@ -42,10 +46,11 @@ from hermes_sandbox import stop_on_sigterm
 
 __all__ = ["COMMANDS", "USAGE", "main"]
 
-COMMANDS = ("evaluate", "check", "rescore")
+COMMANDS = ("evaluate", "check", "rescore", "list")
 USAGE = (
     f"usage: hermes-bench {{{'|'.join(SUITES)}}} {{{'|'.join(COMMANDS)}}} "
-    "[OUT (rescore)] [--config FILE] [--env.NAME VALUE] [--openai.NAME VALUE]"
+    "[OUT (rescore)] [--config FILE] [--env.NAME VALUE] [--openai.NAME VALUE] "
+    "| hermes-bench view OUT [--serve] | hermes-bench samples"
 )
 
 
@@ -183,12 +188,56 @@ def _report(console: Console, command: str, summary: RunSummary, config: BenchCo
     return 1 if broken else 0
 
 
+def _list(console: Console, suite: Suite, config: BenchConfig) -> int:
+    """Print the suite's tasks (from ``tasks_dir`` or the dataset) without running any:
+    a table on a terminal, tab-separated lines with a header when piped."""
+    tasks = load_suite_tasks(suite, config)
+    header = ("task", "tier", "category", "agent_s", "verifier_s", "image", "verifier")
+    rows = []
+    for task in tasks:
+        task_config = task.config
+        image = task_config.environment.docker_image or (
+            "Dockerfile" if task.dockerfile is not None else "-"
+        )
+        rows.append(
+            (
+                task.name,
+                task.difficulty or "-",
+                task_config.metadata.category or "-",
+                f"{task_config.agent.timeout_sec:g}",
+                f"{task_config.verifier.timeout_sec:g}",
+                image,
+                task_config.verifier.environment_mode,
+            )
+        )
+    if not console.is_terminal:
+        for row in (header, *rows):
+            print("\t".join(row))
+        return 0
+    table = Table(title=f"{suite.name}: {len(tasks)} tasks", title_justify="left")
+    for column in header:
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``hermes-bench``; the exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help", "help") or "--help" in args or "-h" in args:
         print(USAGE, file=sys.stdout if args else sys.stderr)
         return 0 if args else 2
+    if args[0] == "samples":  # where the shipped sample tasks are
+        from hermes_benchmarks.samples import sample_tasks_dir
+
+        print(sample_tasks_dir())
+        return 0
+    if args[0] == "view":  # a finished run in the browser
+        from hermes_benchmarks.view import view_main
+
+        return view_main(args[1:])
     if args[0] == YC_BENCH.name:  # its own environment and options (hermes-envs' CLI)
         from hermes_benchmarks.suites.yc_bench import main as yc_bench_main
 
@@ -206,6 +255,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise _Refusal("rescore needs the run's folder: hermes-bench SUITE rescore OUT", 2)
         rest = args[3:] if command == "rescore" else args[2:]
         config, openai = resolve(suite, rest)
+        if command == "list":
+            return _list(console, suite, config)
         try:
             with stop_on_sigterm():
                 if command == "rescore":

@@ -26,9 +26,10 @@ if TYPE_CHECKING:
     )
     from hermes_loop.handler_pool import HandlerThreadPool
     from hermes_loop.loop import AgentLoop, HermesAgentLoop
-    from hermes_loop.result import AgentResult, InfraError, ToolError
+    from hermes_loop.result import AgentResult, InfraError, ToolError, TurnRecord
     from hermes_loop.tools import Tool, ToolInvocation
     from hermes_loop.toolsets import ToolRegistry, ToolSet, UnknownToolsetError
+    from hermes_loop.trajectory import atif_trajectory
 
 __version__ = "0.1.0"
 
@@ -57,8 +58,10 @@ __all__ = [
     "ToolRegistry",
     "ToolRunner",
     "ToolSet",
+    "TurnRecord",
     "UnknownToolsetError",
     "__version__",
+    "atif_trajectory",
 ]
 
 #: Names imported on first access, and the module that holds each.
@@ -87,7 +90,9 @@ _LAZY = {
     "ToolRegistry": "hermes_loop.toolsets",
     "ToolRunner": "hermes_loop.dispatch",
     "ToolSet": "hermes_loop.toolsets",
+    "TurnRecord": "hermes_loop.result",
     "UnknownToolsetError": "hermes_loop.toolsets",
+    "atif_trajectory": "hermes_loop.trajectory",
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Executor
@@ -11,7 +12,7 @@ from hermes_loop.dispatch import ToolRunner
 from hermes_loop.endpoints.base import ChatServer, SamplingParams
 from hermes_loop.errors import EndpointError, InvalidMessagesError
 from hermes_loop.handler_pool import HandlerThreadPool
-from hermes_loop.result import AgentResult, InfraError, StopReason, ToolError
+from hermes_loop.result import AgentResult, InfraError, StopReason, ToolError, TurnRecord
 from hermes_loop.tools import Tool
 from hermes_loop.toolsets import ToolSet
 
@@ -130,25 +131,38 @@ class AgentLoop:
         reasoning: list[str | None] = []
         errors: list[ToolError] = []
         usage = {"prompt_tokens": 0, "completion_tokens": 0}
+        turns: list[TurnRecord] = []
         stop: StopReason = "max_turns"
         infra: InfraError | None = None
         for turn in range(self.max_turns):
+            started_at, sent = time.time(), time.perf_counter()
             try:
                 answer = await session.complete(history, self._schemas, self.params)
             except EndpointError as exc:
                 stop = "infra_error"
                 infra = InfraError(exc.kind, str(exc), turn, exc.status)
                 break
+            answered = time.perf_counter()
             reasoning.append(answer.reasoning)
             for key in usage:
                 usage[key] += int(answer.usage.get(key, 0))
             history.append(answer.message)
             calls = answer.message.get("tool_calls")
+            turn_usage = {k: int(v) for k, v in answer.usage.items() if isinstance(v, int)}
             if not calls:
+                turns.append(TurnRecord(started_at, round(answered - sent, 6), 0.0, turn_usage))
                 stop = "natural"
                 break
             _make_ids_unique(calls, used_ids, turn)
             outcomes = await self._runner.run(calls, turn=turn, task_id=task)
+            turns.append(
+                TurnRecord(
+                    started_at,
+                    round(answered - sent, 6),
+                    round(time.perf_counter() - answered, 6),
+                    turn_usage,
+                )
+            )
             for outcome in outcomes:
                 history.append(outcome.message)
                 if outcome.error is not None:
@@ -171,6 +185,7 @@ class AgentLoop:
             infra_error=infra,
             usage=usage,
             task_id=task,
+            turns=turns,
         )
 
 

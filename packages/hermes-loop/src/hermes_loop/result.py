@@ -18,6 +18,7 @@ __all__ = [
     "StopReason",
     "ToolError",
     "ToolErrorKind",
+    "TurnRecord",
 ]
 
 StopReason = Literal["natural", "max_turns", "infra_error", "budget"]
@@ -63,6 +64,22 @@ class InfraError:
     status: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class TurnRecord:
+    """When one model call happened, how long it and its tool calls took, what it cost.
+
+    ``started_at``: Unix time the request was sent; ``model_seconds``: until the answer
+    arrived; ``tools_seconds``: the turn's tool calls, all of them (0 when it had none);
+    ``usage``: the ``prompt_tokens`` / ``completion_tokens`` (and any other counts) the
+    server reported for this call.
+    """
+
+    started_at: float
+    model_seconds: float
+    tools_seconds: float = 0.0
+    usage: dict[str, int] = field(default_factory=dict)
+
+
 @dataclass(slots=True)
 class AgentResult:
     """The outcome of ``AgentLoop.run``.
@@ -80,6 +97,7 @@ class AgentResult:
         infra_error: set when ``stop_reason == "infra_error"``.
         usage: summed ``prompt_tokens`` / ``completion_tokens`` reported by the server.
         task_id: the id the rollout ran under.
+        turns: one ``TurnRecord`` per answered model call (timings and usage per turn).
     """
 
     messages: list[dict[str, Any]]
@@ -92,6 +110,7 @@ class AgentResult:
     infra_error: InfraError | None = None
     usage: dict[str, int] = field(default_factory=dict)
     task_id: str = ""
+    turns: list[TurnRecord] = field(default_factory=list)
 
     @property
     def final_response(self) -> str | None:
@@ -127,6 +146,7 @@ class AgentResult:
                 infra_error=InfraError(**infra) if infra else None,
                 usage=dict(data.get("usage", {})),
                 task_id=str(data.get("task_id", "")),
+                turns=[TurnRecord(**turn) for turn in data.get("turns", [])],
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ResultFormatError(f"not an AgentResult record: {exc!r}") from exc
