@@ -73,7 +73,7 @@ async def test_an_unmapped_missing_base_names_the_image_and_the_option(tmp_path:
 
 async def test_a_failing_step_is_an_image_error_naming_the_task(tmp_path: Path) -> None:
     task = load_task(copy_task(tmp_path, "write-greeting", f"FROM {DEFAULT_IMAGE}\nRUN exit 7\n"))
-    with pytest.raises(ImageError, match="task write-greeting: image build failed"):
+    with pytest.raises(ImageError, match="task write-greeting: image build on docker failed"):
         await build_task_image(task, ImageMap())
 
 
