@@ -19,7 +19,11 @@ from typing import Any
 import pytest
 
 from hermes_benchmarks import ImageError, ImageMap, Task, TrialSettings, load_task, run_trial
-from hermes_benchmarks.images import build_verifier_image, prepare_task_image
+from hermes_benchmarks.images import (
+    build_verifier_image,
+    prepare_task_image,
+    show_pull_progress,
+)
 from hermes_benchmarks.sandboxes import close_fully, sandbox_network, start_sandbox
 from hermes_sandbox import Sandbox
 from hermes_sandbox.backends.docker import BUSYBOX_IMAGE, DEFAULT_IMAGE, DockerDaemon
@@ -99,6 +103,25 @@ async def test_a_prebuilt_docker_image_is_pulled_from_its_registry(
     assert image.options == {"image": reference}
     assert api.inspect_image(reference)["Id"] == api.inspect_image(DEFAULT_IMAGE)["Id"]
     assert lines, "the pull's progress was reported"
+
+
+def test_pull_progress_shows_starts_layers_done_and_retries_only(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for line in (
+        "pull r/x:1: 1: Pulling from r/x",
+        "pull r/x:1: abc: Downloading",
+        "pull r/x:1: abc: Pull complete",
+        "pull r/x:1: attempt 1 failed (boom); retrying",
+        "build t:1: Step 1/2 : FROM r/x:1",
+    ):
+        show_pull_progress(line)
+    shown = capsys.readouterr().err.splitlines()
+    assert shown == [
+        "hermes-bench: pull r/x:1: 1: Pulling from r/x",
+        "hermes-bench: pull r/x:1: abc: Pull complete",
+        "hermes-bench: pull r/x:1: attempt 1 failed (boom); retrying",
+    ]
 
 
 async def test_a_build_pulls_its_absent_base_from_the_registry(

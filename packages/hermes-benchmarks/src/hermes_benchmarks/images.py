@@ -21,6 +21,7 @@ import asyncio
 import hashlib
 import os
 import re
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +47,7 @@ __all__ = [
     "build_verifier_image",
     "default_contexts_dir",
     "prepare_task_image",
+    "show_pull_progress",
     "task_image_tag",
 ]
 
@@ -92,6 +94,27 @@ class _Build:
     offline: bool = False
     build_network: BuildNetwork = "default"
     on_progress: Callable[[str], None] | None = None
+
+
+#: Pull statuses too fine to show (every layer reports each).
+_QUIET_STATUSES = (
+    "Pulling fs layer",
+    "Waiting",
+    "Downloading",
+    "Verifying Checksum",
+    "Download complete",
+    "Extracting",
+    "Already exists",
+)
+
+
+def show_pull_progress(line: str) -> None:
+    """The default ``on_progress``: a pull's start, each layer it completes, its end and
+    its retries go to stderr (above the live bar, which shows what is printed there);
+    build steps and a layer's finer statuses are left out."""
+    if not line.startswith("pull ") or line.rstrip().endswith(_QUIET_STATUSES):
+        return
+    sys.stderr.write(f"hermes-bench: {line}\n")
 
 
 def _unavailable(task: Task, what: str, error: ImageUnavailableError) -> ImageError:
@@ -223,7 +246,7 @@ async def build_verifier_image(
     """
     mapping = image_map or ImageMap()
     options = {**(sandbox_options or {}), **({"base_url": base_url} if base_url else {})}
-    how = _Build(backend, options, offline, build_network)
+    how = _Build(backend, options, offline, build_network, show_pull_progress)
     section = task.config.verifier.environment
     dockerfile = task.verifier_dockerfile
     if (section is None or not section.docker_image) and dockerfile is None:
@@ -276,7 +299,7 @@ async def prepare_task_image(
     later or elsewhere (default :func:`default_contexts_dir`). ``offline``: pull nothing
     and build without a network (air-gapped machines); ``build_network``: the network
     of a networked build's ``RUN`` steps (``default`` or ``host``). ``on_progress`` gets
-    the pull and build progress lines.
+    the pull and build progress lines (default :func:`show_pull_progress`).
 
     Raises:
         ImageError: the image could not be had: absent and not pullable (offline, no
@@ -289,6 +312,6 @@ async def prepare_task_image(
         **(sandbox_options or {}),
         "contexts_dir": contexts_dir or default_contexts_dir(),
     }
-    how = _Build(backend, options, offline, build_network, on_progress)
+    how = _Build(backend, options, offline, build_network, on_progress or show_pull_progress)
     prepared = await _task_image(task, image_map or ImageMap(), timeout_multiplier, how)
     return TaskImage(prepared.name, dict(prepared.options))

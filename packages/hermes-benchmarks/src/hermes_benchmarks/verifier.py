@@ -26,7 +26,7 @@ from hermes_benchmarks.artifacts import ArtifactManifest, restore_artifacts
 from hermes_benchmarks.errors import ArtifactsError, ImageError, RewardError, TrialInfraError
 from hermes_benchmarks.images import build_verifier_image
 from hermes_benchmarks.reward import REWARD_FILES, parse_reward
-from hermes_benchmarks.sandboxes import close_fully, sandbox_network, start_sandbox
+from hermes_benchmarks.sandboxes import close_fully, start_sandbox
 from hermes_benchmarks.settings import TrialSettings
 from hermes_benchmarks.task import Task
 from hermes_sandbox import Sandbox, SandboxError
@@ -154,7 +154,6 @@ async def verify_separately(
             cpus=limits.cpus,
             memory_mb=limits.memory_mb,
             lifetime=timeout,
-            network=sandbox_network(limits.allow_internet, settings.network),
         )
     except (SandboxError, ValueError) as error:
         raise TrialInfraError(
