@@ -24,7 +24,12 @@ from hermes_benchmarks.images import (
     prepare_task_image,
     show_pull_progress,
 )
-from hermes_benchmarks.sandboxes import close_fully, sandbox_network, start_sandbox
+from hermes_benchmarks.sandboxes import (
+    allows_internet,
+    close_fully,
+    sandbox_network,
+    start_sandbox,
+)
 from hermes_sandbox import Sandbox
 from hermes_sandbox.backends.docker import BUSYBOX_IMAGE, DEFAULT_IMAGE, DockerDaemon
 from tests.benchmarks.docker_support import SHIPPED, docker_skip_reason
@@ -214,7 +219,12 @@ async def test_the_sandbox_network_follows_the_task_and_the_run(
 
 
 def test_harbors_default_allows_the_internet(tmp_path: Path) -> None:
-    assert load_task(copy_task(tmp_path)).config.environment.allow_internet is True
+    environment = load_task(copy_task(tmp_path)).config.environment
+    assert environment.allow_internet is True
+    assert allows_internet(environment) is True
+    for mode, allowed in (("no-network", False), ("public", True), ("allowlist", True)):
+        folder = copy_task(tmp_path / mode, network_mode=f'"{mode}"', allow_internet="true")
+        assert allows_internet(load_task(folder).config.environment) is allowed
     with pytest.raises(ValueError, match="network must be"):
         sandbox_network(True, "bridge")  # type: ignore[arg-type]
 

@@ -7,10 +7,18 @@ import contextlib
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from hermes_benchmarks.task import EnvironmentSection
 from hermes_sandbox import Sandbox, create_sandbox
 from hermes_sandbox.teardown import finish
 
-__all__ = ["LIFETIME_MARGIN", "NetworkChoice", "close_fully", "sandbox_network", "start_sandbox"]
+__all__ = [
+    "LIFETIME_MARGIN",
+    "NetworkChoice",
+    "allows_internet",
+    "close_fully",
+    "sandbox_network",
+    "start_sandbox",
+]
 
 #: Seconds a sandbox may outlive the timeouts of what runs in it.
 LIFETIME_MARGIN = 300.0
@@ -23,6 +31,17 @@ NetworkChoice = Literal["task", "off", "host"]
 
 #: The network options of a sandbox without the network.
 NO_NETWORK: Mapping[str, Any] = {"network": False}
+
+
+def allows_internet(environment: EnvironmentSection) -> bool:
+    """Whether a task's ``[environment]`` lets its sandbox reach the internet, as harbor
+    reads it: ``network_mode`` when given (``no-network`` or ``none``: no; ``public``
+    and ``allowlist``: yes, with no filtering of hosts here), else ``allow_internet``
+    (harbor's older field; default ``true``)."""
+    mode = environment.network_mode
+    if mode is not None:
+        return mode.strip().lower() not in ("no-network", "none")
+    return environment.allow_internet
 
 
 def sandbox_network(allow_internet: bool, choice: NetworkChoice = "task") -> dict[str, Any]:
