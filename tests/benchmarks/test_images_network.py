@@ -218,6 +218,14 @@ async def test_the_sandbox_network_follows_the_task_and_the_run(
         await close_fully(sandbox)
 
 
+async def test_a_wrong_image_option_is_an_image_error_in_one_line(tmp_path: Path) -> None:
+    task = load_task(copy_task(tmp_path))
+    with pytest.raises(ImageError) as caught:
+        await prepare_task_image(task, sandbox_options={"pull_attempts": 0}, offline=True)
+    assert "pull_attempts" in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
 def test_harbors_default_allows_the_internet(tmp_path: Path) -> None:
     environment = load_task(copy_task(tmp_path)).config.environment
     assert environment.allow_internet is True

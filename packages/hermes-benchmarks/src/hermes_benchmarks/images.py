@@ -133,7 +133,8 @@ async def _prepare(task: Task, source: ImageSource, how: _Build, what: str) -> P
     Raises:
         ImageError: the image could not be had, naming the task (and, for an image that
             is absent and cannot be pulled, the image and ``image_map``); also when the
-            backend cannot be reached (the docker daemon does not answer).
+            backend cannot be reached (the docker daemon does not answer) or one of its
+            image options is wrong.
     """
     try:
         backend = default_backends.get(how.backend)
@@ -144,6 +145,8 @@ async def _prepare(task: Task, source: ImageSource, how: _Build, what: str) -> P
         raise ImageError(
             f"task {task.name}: {what} build on {how.backend} failed: {error}"
         ) from None
+    except ValueError as error:  # an option of the backend's image options
+        raise ImageError(f"task {task.name}: {what} on {how.backend}: {error}") from None
 
 
 async def _source(
