@@ -147,6 +147,32 @@ async def test_a_build_pulls_its_absent_base_from_the_registry(
     assert image.name.startswith("hermes-bench/write-greeting:")
 
 
+async def test_a_task_image_is_rebuilt_when_its_base_is_rebuilt_under_the_same_tag(
+    tmp_path: Path, api: Any, images: list[str]
+) -> None:
+    from hermes_sandbox.backends.docker import build_dockerfile_image
+
+    base = f"hermes-test/task-base-{uuid.uuid4().hex[:8]}:1"
+    base_context = tmp_path / "base"
+    base_context.mkdir()
+    folder = copy_task(tmp_path / "task")
+    (folder / "environment" / "Dockerfile").write_text(f"FROM {base}\nRUN cat /v > /seen\n")
+    task = load_task(folder)
+
+    async def task_image_after_base(version: str) -> tuple[str, str]:
+        (base_context / "Dockerfile").write_text(f"FROM {BUSYBOX_IMAGE}\nRUN echo {version} > /v\n")
+        await build_dockerfile_image(base_context, base, network="none")
+        image = await prepare_task_image(task, offline=True)
+        return image.name, str(api.inspect_image(image.name)["Id"])
+
+    tag, first = await task_image_after_base("one")
+    images.extend([tag, base])
+    assert await task_image_after_base("one") == (tag, first), "nothing changed: reused"
+    again, second = await task_image_after_base("two")
+    assert again == tag  # same task inputs, same tag ...
+    assert second != first  # ... rebuilt on the new base
+
+
 async def test_every_image_reference_is_mapped_and_an_unmapped_one_named(
     tmp_path: Path, images: list[str]
 ) -> None:

@@ -3,11 +3,12 @@ streamed to ``results.jsonl`` and summed up in ``summary.json``.
 
 A run is resumable at any moment: each finished trial is one fsynced line of
 ``results.jsonl`` (:class:`~hermes_benchmarks.results.ResultsLog`), and the sandbox
-process ids of every run that wrote to the folder are kept in ``runs.txt``. With
-``resume`` the containers those runs left (killed with ``kill -9``, say) are removed by
-their run label, local sandbox leftovers are reaped, and only the trials without a line
-run again. Cancelling the run (Ctrl-C, SIGTERM through ``stop_on_sigterm``) closes every
-sandbox and keeps every line already written.
+run ids (``hermes_sandbox.lifecycle.RUN_ID``) of every process that wrote to the folder
+are kept in ``runs.txt``. With ``resume`` what those runs left (killed with ``kill -9``,
+say) is removed by the run backend's ``reap_run`` (docker: their containers, by run
+label), and only the trials without a line run again. Cancelling the run (Ctrl-C,
+SIGTERM through ``stop_on_sigterm``) closes every sandbox and keeps every line already
+written.
 
 The stream itself (:func:`open_results`, :func:`run_jobs`) is shared by every run that
 writes results: :func:`run_benchmark`, the rescore
