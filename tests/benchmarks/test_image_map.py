@@ -79,3 +79,34 @@ def test_an_unresolvable_variable_is_reported_and_left_alone() -> None:
 def test_crlf_endings_are_kept() -> None:
     result = ImageMap.parse([f"python={LOCAL}"]).rewrite_dockerfile("FROM python\r\nRUN x\r\n")
     assert result.text == f"FROM {LOCAL}\r\nRUN x\r\n"
+
+
+def test_copy_from_and_run_mount_from_are_rewritten_but_stages_are_not() -> None:
+    image_map = ImageMap.parse([f"vendor/tools:7={LOCAL}", f"python:3.13-slim={LOCAL}"])
+    dockerfile = (
+        "FROM python:3.13-slim AS build\n"
+        "COPY --from=vendor/tools:7 /a /b\n"
+        "COPY --from=build /c /d\n"
+        "COPY --from=0 /e /f\n"
+        "RUN --mount=type=bind,from=vendor/tools:7,target=/t true\n"
+        "FROM build\n"
+    )
+    rewritten = image_map.rewrite_dockerfile(dockerfile)
+    assert rewritten.text == (
+        f"FROM {LOCAL} AS build\n"
+        f"COPY --from={LOCAL} /a /b\n"
+        "COPY --from=build /c /d\n"
+        "COPY --from=0 /e /f\n"
+        f"RUN --mount=type=bind,from={LOCAL},target=/t true\n"
+        "FROM build\n"
+    )
+    assert rewritten.bases == (LOCAL,)
+
+
+def test_unmapped_references_are_all_reported() -> None:
+    rewritten = ImageMap().rewrite_dockerfile(
+        "FROM base:1\nCOPY --from=tools:2 / /\nRUN --mount=from=cache:3 true\n"
+    )
+    assert rewritten.bases == ("base:1", "tools:2", "cache:3")
+    unresolved = ImageMap().rewrite_dockerfile("FROM base:1\nCOPY --from=$TOOLS / /\n")
+    assert unresolved.unresolved == ("$TOOLS",)

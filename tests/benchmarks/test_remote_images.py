@@ -116,7 +116,7 @@ async def test_a_modal_trial_runs_in_the_built_image_with_the_task_resources(
         kwargs = sandbox.create_kwargs
         assert kwargs["image"] is image
         assert (kwargs["cpu"], kwargs["memory"]) == (1.0, 512)
-        assert kwargs["block_network"] is True
+        assert kwargs["block_network"] is False  # harbor's default: allow_internet
         assert sandbox.terminated, "the sandbox is closed after the attempt"
     assert attempt.error_kind == "agent_crash"
     assert attempt.error is not None
@@ -226,6 +226,8 @@ async def test_a_daytona_trial_creates_its_sandbox_from_the_dockerfile_image(
     tmp_path: Path,
 ) -> None:
     folder = copy_task(tmp_path)
+    with (folder / "task.toml").open("a") as toml:
+        toml.write("allow_internet = false\n")  # the [environment] table ends the file
     task = load_task(folder)
     async with checked_fake(FakeAsyncDaytona(tmp_path / "fake")) as client:
         attempt = await attempt_on(
@@ -242,7 +244,7 @@ async def test_a_daytona_trial_creates_its_sandbox_from_the_dockerfile_image(
         }
         assert params.resources is not None
         assert (params.resources.cpu, params.resources.memory) == (1, 1)  # 512 MB: 1 GiB
-        assert params.network_block_all is True
+        assert params.network_block_all is True  # the task turned the internet off
         [create] = [c for c in client.calls if c.name == "create"]
         assert create.kwargs == {"timeout": 120 * 2.0 + DAYTONA_START_MARGIN}
         assert sandbox.deleted
@@ -253,7 +255,7 @@ async def test_a_daytona_context_that_cannot_be_kept_is_an_image_error(tmp_path:
     task = load_task(copy_task(tmp_path))
     blocked = tmp_path / "blocked"
     blocked.write_text("a file where the contexts folder should be")
-    with pytest.raises(ImageError, match=r"cannot keep its build context in .*blocked"):
+    with pytest.raises(ImageError, match=r"cannot keep the build context of .*blocked"):
         await prepare_task_image(task, MAPPED, backend="daytona", contexts_dir=blocked)
 
 

@@ -154,10 +154,13 @@ async def test_a_prebuilt_verifier_image_is_mapped_and_gets_the_tests_uploaded(
     mapped = TrialSettings(infra_retries=0, image_map=image_map)
     result = await run_trial(load_task(folder), OracleAgent(), mapped, trial=0)
     assert (result.status, result.reward) == ("pass", 1.0), result.error
-    unmapped = await run_trial(load_task(folder), OracleAgent(), SETTINGS, trial=0)
+    offline = TrialSettings(infra_retries=0, offline_builds=True)  # no pull tried
+    unmapped = await run_trial(load_task(folder), OracleAgent(), offline, trial=0)
     assert (unmapped.status, unmapped.error_kind) == ("infra_error", "image_build")
     assert unmapped.error is not None
-    assert unmapped.error.startswith("verifier image: image python:3.13-slim")
+    assert unmapped.error.startswith("verifier image: task answer-artifact: ")
+    assert "python:3.13-slim" in unmapped.error
+    assert "image_map" in unmapped.error
 
 
 async def test_a_verifier_image_without_its_tests_is_a_verifier_failure(tmp_path: Path) -> None:

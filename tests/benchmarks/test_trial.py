@@ -121,7 +121,8 @@ async def test_a_missing_base_image_is_an_image_build_failure(tmp_path: Path) ->
     folder = tmp_path / "write-greeting"
     shutil.copytree(SHIPPED / "write-greeting", folder)
     (folder / "environment" / "Dockerfile").write_text("FROM nowhere/missing:1\n")
-    result = await run_trial(load_task(folder), OracleAgent(), SETTINGS, trial=0)
+    offline = TrialSettings(infra_retries=0, offline_builds=True)  # no pull tried
+    result = await run_trial(load_task(folder), OracleAgent(), offline, trial=0)
     assert (result.status, result.error_kind) == ("infra_error", "image_build")
     assert result.error is not None
     assert "image_map" in result.error

@@ -612,7 +612,7 @@ async def test_dockerfile_image_is_built_offline_and_cached_by_its_inputs(
     (tmp_path / "secret.txt").write_text("not for the image\n")
     (tmp_path / ".dockerignore").write_text("# comment\nsecret.txt\n")
     tag = _new_tag(image_tags)
-    assert await build_dockerfile_image(tmp_path, tag, timeout=120) == tag
+    assert await build_dockerfile_image(tmp_path, tag, timeout=120, network="none") == tag
     first = (await asyncio.to_thread(api.inspect_image, tag))["Id"]
     async with sandbox(setup, image=tag) as sb:
         assert await sb.read_file("/copy.txt") == b"hi\n"
@@ -620,11 +620,11 @@ async def test_dockerfile_image_is_built_offline_and_cached_by_its_inputs(
         assert (await sb.exec("ls /ctx")).output.split() == ["Dockerfile", "hello.txt"]
 
     (tmp_path / "secret.txt").write_text("changed, but ignored\n")
-    await build_dockerfile_image(tmp_path, tag, timeout=120)
+    await build_dockerfile_image(tmp_path, tag, timeout=120, network="none")
     assert (await asyncio.to_thread(api.inspect_image, tag))["Id"] == first  # cached
 
     (tmp_path / "hello.txt").write_text("changed\n")
-    await build_dockerfile_image(tmp_path, tag, timeout=120)
+    await build_dockerfile_image(tmp_path, tag, timeout=120, network="none")
     second = (await asyncio.to_thread(api.inspect_image, tag))["Id"]
     assert second != first
     found = await asyncio.to_thread(api.images, all=True, quiet=True)
@@ -635,6 +635,7 @@ async def test_dockerfile_build_errors_say_what_failed(
     setup: DockerSetup, tmp_path: Path, image_tags: list[str]
 ) -> None:
     from hermes_sandbox.backends.docker import ImageBuildError, build_dockerfile_image
+    from hermes_sandbox.lifecycle import ImageUnavailableError
 
     (tmp_path / "Dockerfile").write_text(
         f"FROM {setup.small_image}\nRUN echo about-to-fail && false\n"
@@ -642,9 +643,13 @@ async def test_dockerfile_build_errors_say_what_failed(
     (tmp_path / "Dockerfile.absent").write_text("FROM hermes-sandbox/absent:none\n")
     with pytest.raises(ImageBuildError, match=r"(?s)failed at Step 2/\d : RUN.*about-to-fail"):
         await build_dockerfile_image(tmp_path, _new_tag(image_tags), timeout=120)
-    with pytest.raises(ImageBuildError, match="FROM image must already be on the daemon"):
+    with pytest.raises(ImageUnavailableError, match="hermes-sandbox/absent:none is not on the"):
         await build_dockerfile_image(
-            tmp_path, _new_tag(image_tags), dockerfile="Dockerfile.absent", timeout=120
+            tmp_path,
+            _new_tag(image_tags),
+            dockerfile="Dockerfile.absent",
+            timeout=120,
+            network="none",
         )
     with pytest.raises(ImageBuildError, match=r"no Dockerfile 'nope' inside the build context"):
         await build_dockerfile_image(tmp_path, "hermes-test/x:1", dockerfile="nope")

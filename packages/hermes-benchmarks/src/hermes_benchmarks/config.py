@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -77,6 +77,9 @@ class HarnessSettings(BaseModel):
     n_trials: int = Field(default=1, ge=1)
     max_concurrent_tasks: int = Field(default=4, ge=1)
     image_map: list[str] = Field(default_factory=list)
+    offline_builds: bool = False
+    build_network: Literal["default", "host"] = "default"
+    network: Literal["task", "off", "host"] = "task"
     terminal_backend: str = "docker"
     output_dir: str = "runs/benchmark"
     resume: bool = False
@@ -125,4 +128,6 @@ def leaderboard_problems(config: HarnessSettings, suite: Suite) -> list[str]:
         problems.append("task_filter leaves tasks out")
     if config.agent == "oracle":
         problems.append("the agent is the oracle")
+    if config.network != "task":
+        problems.append(f"network is {config.network}, not each task's allow_internet")
     return problems

@@ -70,6 +70,9 @@ def trial_settings(config: HarnessSettings) -> TrialSettings:
         image_map=ImageMap.parse(config.image_map),
         timeout_multiplier=config.timeout_multiplier,
         infra_retries=config.infra_retries,
+        offline_builds=config.offline_builds,
+        build_network=config.build_network,
+        network=config.network,
     )
 
 
@@ -104,7 +107,10 @@ def leaderboard_notes(suite: Suite, config: HarnessSettings) -> list[str]:
         )
     if problems:
         return [f"unofficial leaderboard run: {'; '.join(problems)}"]
-    return ["leaderboard run: settings comparable with the leaderboard"]
+    return [
+        "leaderboard run: settings comparable with the leaderboard (harbor's defaults: each "
+        "sandbox's network as its task's allow_internet, on unless the task turns it off)"
+    ]
 
 
 async def run_suite(

@@ -1,31 +1,29 @@
-"""Base images for machines that reach no registry: ``FROM`` lines rewritten to local tags.
+"""Image references rewritten to local or mirrored images: ``image_map``.
 
-An air-gapped machine cannot pull ``python:3.13-slim``. The ``image_map`` option maps the
-images tasks name to images built or loaded locally::
+An air-gapped machine cannot pull ``python:3.13-slim``; a machine behind a mirror pulls
+it under another name. The ``image_map`` option maps the images tasks name to others::
 
     image_map:
       - python:3.13-slim=hermes-sandbox/debian:bookworm
       - ubuntu:24.04=hermes-sandbox/debian:bookworm
 
-:class:`ImageMap` parses those entries, rewrites a Dockerfile's ``FROM`` lines (stage
-names and ``scratch`` are left alone; ``ARG`` defaults declared before the first ``FROM``
-are expanded) and reports the base images the rewritten file needs, so the caller can
-check that each is present before a build starts.
+:class:`ImageMap` parses those entries and rewrites every image reference a build reads
+(``FROM``, ``COPY --from=``, ``RUN --mount=from=``; build stages, stage indices and
+``scratch`` are left alone; ``ARG`` defaults declared before the first ``FROM`` are
+expanded) through ``hermes_sandbox.dockerfile``, and a task's prebuilt ``docker_image``
+and ``[verifier.environment] docker_image`` through :meth:`ImageMap.resolve`. It reports
+the images the rewritten file reads, so the backend can check or pull each one.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from hermes_benchmarks.errors import ImageMapError
+from hermes_sandbox.dockerfile import image_references, rewrite_references
 
 __all__ = ["DockerfileBases", "ImageMap", "normalize_image"]
-
-_FROM = re.compile(r"^(?P<lead>\s*FROM\s+)(?P<rest>.*)$", re.IGNORECASE)
-_ARG = re.compile(r"^\s*ARG\s+(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:=(?P<value>\S*))?\s*$", re.I)
-_VARIABLE = re.compile(r"\$(?:\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)\}|(?P<bare>[A-Za-z_]\w*))")
 
 
 def normalize_image(image: str) -> str:
@@ -90,53 +88,13 @@ class ImageMap:
         return self.mapping.get(normalize_image(image), image)
 
     def rewrite_dockerfile(self, text: str) -> DockerfileBases:
-        """Rewrite the ``FROM`` lines of a Dockerfile through the map.
+        """Rewrite every image reference of a Dockerfile through the map (``FROM``,
+        ``COPY --from=``, ``RUN --mount=from=``).
 
-        Returns the new text and the external images it builds from (after mapping), in
-        order and without repeats. A ``FROM`` whose image still holds a variable no
-        ``ARG`` default resolves is listed in ``unresolved`` and left as written.
+        Returns the new text and the images it reads (after mapping), in order and
+        without repeats. A reference still holding a variable no ``ARG`` default
+        resolves is listed in ``unresolved`` and left as written.
         """
-        defaults: dict[str, str] = {}
-        stages: set[str] = set()
-        bases: list[str] = []
-        unresolved: list[str] = []
-        lines = text.splitlines(keepends=True)
-        seen_from = False
-        for index, line in enumerate(lines):
-            arg = _ARG.match(line)
-            if arg and not seen_from and arg.group("value") is not None:
-                defaults[arg.group("name")] = arg.group("value").strip("\"'")
-                continue
-            match = _FROM.match(line.rstrip("\r\n"))
-            if not match:
-                continue
-            seen_from = True
-            words = match.group("rest").split()
-            position = next((i for i, w in enumerate(words) if not w.startswith("--")), None)
-            if position is None:
-                continue
-            image = _expand(words[position], defaults)
-            is_stage = image.lower() in stages or image.lower() == "scratch"
-            if len(words) > position + 2 and words[position + 1].lower() == "as":
-                stages.add(words[position + 2].lower())
-            if is_stage:
-                continue
-            if "$" in image:
-                unresolved.append(words[position])
-                continue
-            local = self.resolve(image)
-            if local not in bases:
-                bases.append(local)
-            if local != words[position]:
-                words[position] = local
-                ending = line[len(line.rstrip("\r\n")) :]
-                lines[index] = match.group("lead") + " ".join(words) + ending
-        return DockerfileBases("".join(lines), tuple(bases), tuple(unresolved))
-
-
-def _expand(word: str, defaults: Mapping[str, str]) -> str:
-    def value(match: re.Match[str]) -> str:
-        name = match.group("braced") or match.group("bare")
-        return defaults.get(name, match.group(0))
-
-    return _VARIABLE.sub(value, word)
+        rewritten = rewrite_references(text, self.resolve) if self.mapping else text
+        found = image_references(rewritten)
+        return DockerfileBases(rewritten, found.images, found.unresolved)

@@ -1,20 +1,18 @@
-"""A task's image: built from its Dockerfile on the run's backend, cached by a hash.
+"""A task's image, prepared by the run's backend: built from the task's Dockerfile or
+taken from its prebuilt ``docker_image``, every image reference mapped first.
 
-:func:`build_task_image` (docker) rewrites the task's base images through the run's
-:class:`~hermes_benchmarks.image_map.ImageMap`, checks that every base is on the daemon
-(an image that is neither present nor mapped fails with one line naming it and the
-``image_map`` option), then builds with the network off under the task's build timeout.
-The tag is ``hermes-bench/<task>:<hash>``, the hash covering the environment folder and
-the rewritten Dockerfile, and the builder skips a build whose inputs are unchanged.
-
-:func:`prepare_task_image` is what a trial calls: on ``docker`` (and every backend but the
-two below) the image above; on ``modal`` and ``daytona`` the same rewritten Dockerfile
-and context, kept in a folder named for that hash (``contexts_dir``), built by the
-provider: Modal builds it at once (``build_modal_image``, under the build timeout),
-Daytona when the sandbox is created (``daytona_image``, its ``create_timeout`` covering
-the build timeout). Both providers cache builds by the Dockerfile and the context, so an
-unchanged task is built once. Their builds run in the provider's cloud, with its
-network, and their bases come from registries: map them with ``image_map`` there too.
+The harness does not know which backend it has: it describes the image
+(:class:`~hermes_sandbox.lifecycle.ImageSource`: the task's ``environment/`` folder with
+its Dockerfile rewritten through the run's
+:class:`~hermes_benchmarks.image_map.ImageMap`, or the mapped reference) and the backend's
+``prepare_image`` class method makes it ready: docker pulls an absent image from its
+registry (with the user's docker credentials) or builds the Dockerfile (with the network,
+or offline with ``offline_builds``; cached by its inputs and its bases' ids), Modal
+builds it in its cloud, Daytona when the sandbox is created (both with the provider's
+network, from a context folder kept under ``contexts_dir``). The build tag is
+``hermes-bench/<task>:<hash>``, the hash covering the environment folder and the
+rewritten Dockerfile. An image that cannot be had fails in one line naming it and the
+``image_map`` option.
 """
 
 from __future__ import annotations
@@ -23,9 +21,8 @@ import asyncio
 import hashlib
 import os
 import re
-import shutil
-import tempfile
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,10 +30,14 @@ from typing import Any
 from hermes_benchmarks.errors import ImageError
 from hermes_benchmarks.image_map import DockerfileBases, ImageMap
 from hermes_benchmarks.task import Task
-from hermes_sandbox import SandboxError
-from hermes_sandbox.backends.daytona import daytona_dockerfile_image
-from hermes_sandbox.backends.docker import ImageBuildError, build_dockerfile_image, image_exists
-from hermes_sandbox.backends.modal import build_modal_image
+from hermes_sandbox import SandboxError, default_backends
+from hermes_sandbox.backends.daytona import DAYTONA_START_MARGIN
+from hermes_sandbox.lifecycle import (
+    BuildNetwork,
+    ImageSource,
+    ImageUnavailableError,
+    PreparedImage,
+)
 
 __all__ = [
     "DAYTONA_START_MARGIN",
@@ -46,11 +47,9 @@ __all__ = [
     "build_verifier_image",
     "default_contexts_dir",
     "prepare_task_image",
+    "show_pull_progress",
     "task_image_tag",
 ]
-
-#: Seconds a Daytona sandbox may take to start on top of its image's build timeout.
-DAYTONA_START_MARGIN = 300.0
 
 
 @dataclass(frozen=True)
@@ -86,12 +85,115 @@ class VerifierImage:
     owns_tests: bool
 
 
-def _missing(image: str) -> ImageError:
+@dataclass(frozen=True)
+class _Build:
+    """How the run prepares images: its backend, options and network for builds."""
+
+    backend: str = "docker"
+    options: Mapping[str, Any] = field(default_factory=dict)
+    offline: bool = False
+    build_network: BuildNetwork = "default"
+    on_progress: Callable[[str], None] | None = None
+
+
+#: Pull statuses too fine to show (every layer reports each).
+_QUIET_STATUSES = (
+    "Pulling fs layer",
+    "Waiting",
+    "Downloading",
+    "Verifying Checksum",
+    "Download complete",
+    "Extracting",
+    "Already exists",
+)
+
+
+def show_pull_progress(line: str) -> None:
+    """The default ``on_progress``: a pull's start, each layer it completes, its end and
+    its retries go to stderr (above the live bar, which shows what is printed there);
+    build steps and a layer's finer statuses are left out."""
+    if not line.startswith("pull ") or line.rstrip().endswith(_QUIET_STATUSES):
+        return
+    sys.stderr.write(f"hermes-bench: {line}\n")
+
+
+def _unavailable(task: Task, what: str, error: ImageUnavailableError) -> ImageError:
+    """One line naming the image, why it could not be had, and ``image_map``."""
+    image = error.reference
     return ImageError(
-        f"image {image} is neither on the docker daemon nor mapped: build or load it, or "
-        f"map it to a local image with image_map (e.g. --env.image_map '[\"{image}=hermes-"
-        "sandbox/debian:bookworm\"]')"
+        f"task {task.name}: {what} needs {image}, which could not be had ({error}); build, "
+        f"load or pull it, or map it to an image you have with image_map (e.g. "
+        f"--env.image_map '[\"{image}=hermes-sandbox/debian:bookworm\"]')"
     )
+
+
+async def _prepare(task: Task, source: ImageSource, how: _Build, what: str) -> PreparedImage:
+    """``source`` prepared on the run's backend.
+
+    Raises:
+        ImageError: the image could not be had, naming the task (and, for an image that
+            is absent and cannot be pulled, the image and ``image_map``); also when the
+            backend cannot be reached (the docker daemon does not answer) or one of its
+            image options is wrong.
+    """
+    try:
+        backend = default_backends.get(how.backend)
+        return await backend.prepare_image(source, how.options)
+    except ImageUnavailableError as error:
+        raise _unavailable(task, what, error) from None
+    except SandboxError as error:
+        raise ImageError(
+            f"task {task.name}: {what} build on {how.backend} failed: {error}"
+        ) from None
+    except ValueError as error:  # an option of the backend's image options
+        raise ImageError(f"task {task.name}: {what} on {how.backend}: {error}") from None
+
+
+async def _source(
+    task: Task,
+    dockerfile: Path | None,
+    prebuilt: str | None,
+    mapping: ImageMap,
+    timeout: float,
+    how: _Build,
+    *,
+    verifier: bool,
+) -> ImageSource:
+    """What to prepare: the mapped ``prebuilt`` reference, else ``dockerfile`` rewritten.
+
+    Raises:
+        ImageError: an image reference names a variable no ``ARG`` default sets.
+    """
+    common: dict[str, Any] = {
+        "timeout": timeout,
+        "offline": how.offline,
+        "build_network": how.build_network,
+        "on_progress": how.on_progress,
+    }
+    if prebuilt:
+        image = mapping.resolve(prebuilt)
+        return ImageSource(image, reference=image, **common)
+    if dockerfile is None:
+        raise ImageError(f"task {task.name} has neither a Dockerfile nor a docker_image")
+    rewritten = await _rewritten(task, dockerfile, mapping)
+    tag = task_image_tag(task, rewritten.text, verifier=verifier)
+    return ImageSource(tag, context=dockerfile.parent, dockerfile_text=rewritten.text, **common)
+
+
+async def _rewritten(task: Task, dockerfile: Path, mapping: ImageMap) -> DockerfileBases:
+    """``dockerfile`` (the task's or its verifier's) with its images mapped.
+
+    Raises:
+        ImageError: an image reference names a variable no ``ARG`` default sets.
+    """
+    original = await asyncio.to_thread(dockerfile.read_text, encoding="utf-8")
+    rewritten = mapping.rewrite_dockerfile(original)
+    if rewritten.unresolved:
+        raise ImageError(
+            f"task {task.name}: the image {rewritten.unresolved[0]} in its Dockerfile uses a "
+            "variable no ARG default sets; give the ARG a default in the Dockerfile"
+        )
+    return rewritten
 
 
 async def build_task_image(
@@ -100,24 +202,27 @@ async def build_task_image(
     *,
     timeout_multiplier: float = 1.0,
     base_url: str | None = None,
+    offline: bool = False,
+    build_network: BuildNetwork = "default",
 ) -> str:
-    """The image tag to run ``task`` in, built first when needed.
-
-    A task with a prebuilt ``[environment] docker_image`` uses that image (after
-    mapping), which must already be on the daemon.
+    """The docker image tag to run ``task`` in, pulled or built first when needed
+    (:func:`prepare_task_image` on the docker backend at ``base_url``).
 
     Raises:
-        ImageError: a base image is neither present nor mapped, a ``FROM`` names an
-            unresolvable variable, or the build failed or ran past
+        ImageError: an image is absent and cannot be pulled (offline, no such image,
+            refused credentials) or a reference holds an unresolvable variable (one line
+            naming it and ``image_map``), or the build failed or ran past
             ``build_timeout_sec * timeout_multiplier`` (the message holds the step).
-        DockerUnreachableError: the daemon does not answer.
     """
-    mapping = image_map or ImageMap()
-    prebuilt = task.config.environment.docker_image
-    if prebuilt:
-        return await _prebuilt(mapping.resolve(prebuilt), base_url)
-    timeout = task.config.environment.build_timeout_sec * timeout_multiplier
-    return await _build(task, _dockerfile(task), mapping, timeout, base_url, verifier=False)
+    image = await prepare_task_image(
+        task,
+        image_map,
+        timeout_multiplier=timeout_multiplier,
+        sandbox_options={"base_url": base_url} if base_url else {},
+        offline=offline,
+        build_network=build_network,
+    )
+    return image.name
 
 
 async def build_verifier_image(
@@ -126,103 +231,47 @@ async def build_verifier_image(
     *,
     timeout_multiplier: float = 1.0,
     base_url: str | None = None,
+    offline: bool = False,
+    build_network: BuildNetwork = "default",
+    backend: str = "docker",
+    sandbox_options: Mapping[str, Any] | None = None,
 ) -> VerifierImage:
-    """The image ``task``'s separate verifier runs in, built first when needed.
+    """The image ``task``'s separate verifier runs in, prepared first when needed.
 
-    ``[verifier.environment] docker_image`` when given (mapped; it must be on the
-    daemon); else ``tests/Dockerfile`` built with ``tests/`` as its context (the image
-    owns ``/tests``); else the task's own image (:func:`build_task_image`), also when
+    ``[verifier.environment] docker_image`` when given (mapped; pulled when absent
+    unless ``offline``); else ``tests/Dockerfile`` built with ``tests/`` as its context
+    (the image owns ``/tests``); else the task's own image, also when
     ``[verifier.environment]`` only sets limits (harbor refuses that case; here it means
     "the task's image with the verifier's CPUs and memory").
 
     Raises:
         ImageError: as :func:`build_task_image`, for whichever image is used.
-        DockerUnreachableError: the daemon does not answer.
     """
     mapping = image_map or ImageMap()
+    options = {**(sandbox_options or {}), **({"base_url": base_url} if base_url else {})}
+    how = _Build(backend, options, offline, build_network, show_pull_progress)
     section = task.config.verifier.environment
-    if section is not None and section.docker_image:
-        prebuilt = await _prebuilt(mapping.resolve(section.docker_image), base_url)
-        return VerifierImage(prebuilt, False)
     dockerfile = task.verifier_dockerfile
-    if dockerfile is None:
-        image = await build_task_image(
-            task, mapping, timeout_multiplier=timeout_multiplier, base_url=base_url
-        )
-        return VerifierImage(image, False)
+    if (section is None or not section.docker_image) and dockerfile is None:
+        image = await _task_image(task, mapping, timeout_multiplier, how)
+        return VerifierImage(image.name, False)
     limits = section or task.config.environment
     timeout = limits.build_timeout_sec * timeout_multiplier
-    return VerifierImage(
-        await _build(task, dockerfile, mapping, timeout, base_url, verifier=True), True
+    prebuilt = section.docker_image if section is not None else None
+    source = await _source(task, dockerfile, prebuilt, mapping, timeout, how, verifier=True)
+    prepared = await _prepare(task, source, how, "verifier image")
+    return VerifierImage(prepared.name, not prebuilt)
+
+
+async def _task_image(
+    task: Task, mapping: ImageMap, timeout_multiplier: float, how: _Build
+) -> PreparedImage:
+    config = task.config.environment
+    timeout = config.build_timeout_sec * timeout_multiplier
+    source = await _source(
+        task, task.dockerfile, config.docker_image, mapping, timeout, how, verifier=False
     )
-
-
-def _dockerfile(task: Task) -> Path:
-    """The task's Dockerfile (for a task without a prebuilt ``docker_image``).
-
-    Raises:
-        ImageError: the task has neither (``load_task`` refuses such a task).
-    """
-    dockerfile = task.dockerfile
-    if dockerfile is None:
-        raise ImageError(f"task {task.name} has neither a Dockerfile nor a docker_image")
-    return dockerfile
-
-
-async def _prebuilt(image: str, base_url: str | None) -> str:
-    if not await asyncio.to_thread(image_exists, image, base_url=base_url):
-        raise _missing(image)
-    return image
-
-
-async def _rewritten(task: Task, dockerfile: Path, mapping: ImageMap) -> DockerfileBases:
-    """``dockerfile`` (the task's or its verifier's) with its bases mapped.
-
-    Raises:
-        ImageError: a ``FROM`` names a variable no ``ARG`` default sets.
-    """
-    original = await asyncio.to_thread(dockerfile.read_text, encoding="utf-8")
-    rewritten = mapping.rewrite_dockerfile(original)
-    if rewritten.unresolved:
-        raise ImageError(
-            f"task {task.name}: FROM {rewritten.unresolved[0]} uses a variable no ARG default "
-            "sets; give the ARG a default in the Dockerfile"
-        )
-    return rewritten
-
-
-async def _build(
-    task: Task,
-    dockerfile: Path,
-    mapping: ImageMap,
-    timeout: float,
-    base_url: str | None,
-    *,
-    verifier: bool,
-) -> str:
-    what = "verifier image" if verifier else "image"
-    rewritten = await _rewritten(task, dockerfile, mapping)
-    for base in rewritten.bases:
-        if not await asyncio.to_thread(image_exists, base, base_url=base_url):
-            raise _missing(base)
-    tag = task_image_tag(task, rewritten.text, verifier=verifier)
-    workdir = await asyncio.to_thread(tempfile.mkdtemp, prefix="hermes-bench-build-")
-    try:
-        context = Path(workdir) / "context"
-        await asyncio.to_thread(_copy_context, dockerfile.parent, rewritten.text, context)
-        try:
-            return await build_dockerfile_image(context, tag, timeout=timeout, base_url=base_url)
-        except ImageBuildError as error:
-            raise ImageError(f"task {task.name}: {what} build failed: {error}") from error
-    finally:
-        await asyncio.to_thread(shutil.rmtree, workdir, ignore_errors=True)
-
-
-def _copy_context(source: Path, dockerfile_text: str, target: Path) -> None:
-    """Copy a build context (the task's ``environment/`` or ``tests/``) to ``target`` (a
-    new folder), with ``dockerfile_text`` as its Dockerfile. Blocking."""
-    shutil.copytree(source, target, symlinks=True)
-    (target / "Dockerfile").write_text(dockerfile_text, encoding="utf-8")
+    return await _prepare(task, source, how, "image")
 
 
 def default_contexts_dir() -> Path:
@@ -230,29 +279,6 @@ def default_contexts_dir() -> Path:
     ``$XDG_CACHE_HOME/hermes-bench/build-contexts`` (``~/.cache`` by default)."""
     cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(cache) / "hermes-bench" / "build-contexts"
-
-
-def _kept_context(source: Path, dockerfile_text: str, target: Path) -> Path:
-    """``target`` holding the build context ``source``, made once (atomically: a folder that
-    exists is complete, whoever made it). Blocking.
-
-    Raises:
-        OSError: the folder cannot be written.
-    """
-    if target.is_dir():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-    try:
-        _copy_context(source, dockerfile_text, staging / "context")
-        try:
-            os.rename(staging / "context", target)
-        except OSError:
-            if not target.is_dir():  # not another trial that made it first
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return target
 
 
 async def prepare_task_image(
@@ -263,58 +289,32 @@ async def prepare_task_image(
     timeout_multiplier: float = 1.0,
     sandbox_options: Mapping[str, Any] | None = None,
     contexts_dir: Path | None = None,
+    offline: bool = False,
+    build_network: BuildNetwork = "default",
+    on_progress: Callable[[str], None] | None = None,
 ) -> TaskImage:
-    """The image ``task`` runs in on ``backend``, built first when needed.
+    """The image ``task`` runs in on ``backend``, prepared by that backend's
+    ``prepare_image`` (see the module's docstring).
 
     ``sandbox_options`` are the run's other ``create_sandbox`` options (docker's
-    ``base_url``; Modal's ``sdk``, ``client`` and ``app_name``). ``contexts_dir``: where
-    Modal and Daytona build contexts are kept (default :func:`default_contexts_dir`). A
-    prebuilt ``docker_image`` is used as it stands after mapping (on docker it must be
-    on the daemon; Modal and Daytona pull it from its registry).
+    ``base_url``; Modal's ``sdk``, ``client`` and ``app_name``); the backend reads those
+    it needs. ``contexts_dir``: where build contexts are kept by backends that build
+    later or elsewhere (default :func:`default_contexts_dir`). ``offline``: pull nothing
+    and build without a network (air-gapped machines); ``build_network``: the network
+    of a networked build's ``RUN`` steps (``default`` or ``host``). ``on_progress`` gets
+    the pull and build progress lines (default :func:`show_pull_progress`).
 
     Raises:
-        ImageError: the image could not be had: a base missing on the daemon or an
-            unresolvable ``FROM`` (docker), the provider's SDK missing, the build failed
-            or ran past ``build_timeout_sec * timeout_multiplier`` (one line naming the
-            task), or its build context could not be written.
-        DockerUnreachableError: (docker) the daemon does not answer.
+        ImageError: the image could not be had: absent and not pullable (offline, no
+            such image, refused credentials: one line naming it and ``image_map``), an
+            unresolvable variable in an image reference, the provider's SDK missing, the
+            build failed or ran past ``build_timeout_sec * timeout_multiplier`` (one line
+            naming the task), or its build context could not be written.
     """
-    options = dict(sandbox_options or {})
-    if backend not in ("modal", "daytona"):
-        tag = await build_task_image(
-            task, image_map, timeout_multiplier=timeout_multiplier, base_url=options.get("base_url")
-        )
-        return TaskImage(tag, {"image": tag})
-    mapping = image_map or ImageMap()
-    prebuilt = task.config.environment.docker_image
-    if prebuilt:
-        image = mapping.resolve(prebuilt)
-        return TaskImage(image, {"image": image})
-    dockerfile = _dockerfile(task)
-    rewritten = await _rewritten(task, dockerfile, mapping)
-    tag = task_image_tag(task, rewritten.text)
-    kept_as = tag.removeprefix("hermes-bench/").replace(":", "-")  # <task>-<hash>
-    folder = (contexts_dir or default_contexts_dir()) / kept_as
-    timeout = task.config.environment.build_timeout_sec * timeout_multiplier
-    try:
-        context = await asyncio.to_thread(_kept_context, dockerfile.parent, rewritten.text, folder)
-        if backend == "modal":
-            built = await build_modal_image(
-                context / "Dockerfile",
-                context,
-                timeout=timeout,
-                sdk=options.get("sdk"),
-                client=options.get("client"),
-                app_name=str(options.get("app_name") or "hermes-sandbox"),
-            )
-            return TaskImage(tag, {"modal_image": built})
-        dynamic = await asyncio.to_thread(daytona_dockerfile_image, context / "Dockerfile")
-        return TaskImage(
-            tag, {"daytona_image": dynamic, "create_timeout": timeout + DAYTONA_START_MARGIN}
-        )
-    except SandboxError as error:
-        raise ImageError(f"task {task.name}: image build on {backend} failed: {error}") from None
-    except OSError as error:
-        raise ImageError(
-            f"task {task.name}: cannot keep its build context in {folder}: {error}"
-        ) from None
+    options = {
+        **(sandbox_options or {}),
+        "contexts_dir": contexts_dir or default_contexts_dir(),
+    }
+    how = _Build(backend, options, offline, build_network, on_progress or show_pull_progress)
+    prepared = await _task_image(task, image_map or ImageMap(), timeout_multiplier, how)
+    return TaskImage(prepared.name, dict(prepared.options))

@@ -199,7 +199,14 @@ async def rescore_run(
     target = Path(output_dir) / RESCORE_DIR
     base_url = settings.sandbox_options.get("base_url")
     try:
-        log = await open_results(target, TrialResult, resume=resume, base_url=base_url)
+        log = await open_results(
+            target,
+            TrialResult,
+            resume=resume,
+            base_url=base_url,
+            backend=settings.backend,
+            options=settings.sandbox_options,
+        )
     except ResultsFileError as error:
         if resume:
             raise

@@ -3,11 +3,12 @@ streamed to ``results.jsonl`` and summed up in ``summary.json``.
 
 A run is resumable at any moment: each finished trial is one fsynced line of
 ``results.jsonl`` (:class:`~hermes_benchmarks.results.ResultsLog`), and the sandbox
-process ids of every run that wrote to the folder are kept in ``runs.txt``. With
-``resume`` the containers those runs left (killed with ``kill -9``, say) are removed by
-their run label, local sandbox leftovers are reaped, and only the trials without a line
-run again. Cancelling the run (Ctrl-C, SIGTERM through ``stop_on_sigterm``) closes every
-sandbox and keeps every line already written.
+run ids (``hermes_sandbox.lifecycle.RUN_ID``) of every process that wrote to the folder
+are kept in ``runs.txt``. With ``resume`` what those runs left (killed with ``kill -9``,
+say) is removed by the run backend's ``reap_run`` (docker: their containers, by run
+label), and only the trials without a line run again. Cancelling the run (Ctrl-C,
+SIGTERM through ``stop_on_sigterm``) closes every sandbox and keeps every line already
+written.
 
 The stream itself (:func:`open_results`, :func:`run_jobs`) is shared by every run that
 writes results: :func:`run_benchmark`, the rescore
@@ -20,11 +21,11 @@ import asyncio
 import json
 import os
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -33,13 +34,8 @@ from hermes_benchmarks.results import ResultsLog, ResultT, TrialResult
 from hermes_benchmarks.summary import RunSummary, summarize
 from hermes_benchmarks.task import Task
 from hermes_benchmarks.trial import TrialSettings, run_trial
-from hermes_sandbox.backends.docker import (
-    LABEL_RUN,
-    RUN_ID,
-    DockerUnreachableError,
-    remove_containers,
-)
-from hermes_sandbox.backends.local import reap_orphans
+from hermes_sandbox import default_backends
+from hermes_sandbox.lifecycle import RUN_ID
 
 __all__ = [
     "RESULTS_FILE",
@@ -127,17 +123,18 @@ def record_run(folder: Path) -> list[str]:
     return [run for run in earlier if run != RUN_ID]
 
 
-def clean_leftovers(run_ids: Sequence[str], *, base_url: str | None = None) -> int:
-    """Remove the containers of ``run_ids`` and local sandbox leftovers; how many
-    containers were removed. Blocking; a daemon that does not answer removes nothing."""
-    removed = 0
-    for run_id in run_ids:
-        try:
-            removed += remove_containers(labels={LABEL_RUN: run_id}, base_url=base_url)
-        except DockerUnreachableError:
-            break
-    reap_orphans()
-    return removed
+def clean_leftovers(
+    run_ids: Sequence[str], *, backend: str = "docker", options: Mapping[str, Any] | None = None
+) -> int:
+    """Remove what the sandboxes of ``run_ids`` left on ``backend`` (its ``reap_run``
+    class method, given the run's sandbox ``options``); how many sandboxes were removed.
+    Blocking; a backend that cannot be reached removes nothing.
+
+    Raises:
+        UnknownBackendError: no backend of that name.
+    """
+    reap = default_backends.get(backend).reap_run
+    return sum(asyncio.run(reap(run_id, options)) for run_id in run_ids)
 
 
 def write_summary(file: Path, summary: BaseModel) -> None:
@@ -153,31 +150,43 @@ def write_summary(file: Path, summary: BaseModel) -> None:
 
 
 def _open_results(
-    folder: Path, model: type[ResultT], resume: bool, base_url: str | None
+    folder: Path,
+    model: type[ResultT],
+    resume: bool,
+    backend: str,
+    options: Mapping[str, Any] | None,
 ) -> ResultsLog[ResultT]:
     log = ResultsLog.open(folder / RESULTS_FILE, resume=resume, model=model)
     earlier_runs = record_run(folder)
     if resume:
-        clean_leftovers(earlier_runs, base_url=base_url)
+        clean_leftovers(earlier_runs, backend=backend, options=options)
     return log
 
 
 async def open_results(
-    folder: Path, model: type[ResultT], *, resume: bool, base_url: str | None = None
+    folder: Path,
+    model: type[ResultT],
+    *,
+    resume: bool,
+    base_url: str | None = None,
+    backend: str = "docker",
+    options: Mapping[str, Any] | None = None,
 ) -> ResultsLog[ResultT]:
     """Open ``folder/results.jsonl`` for a run and note this process in ``runs.txt``.
 
     With ``resume`` the results already in the file are read back (each as a ``model``),
     a last line cut short by a kill is removed, and what the earlier runs into ``folder``
-    left is removed (:func:`clean_leftovers`; their containers through the docker daemon
-    at ``base_url``, the default one when None). Without it the file must hold none.
+    left on ``backend`` is removed (:func:`clean_leftovers`, with the run's sandbox
+    ``options``; ``base_url`` is added to them when given). Without it the file must
+    hold none.
 
     Raises:
         ResultsFileError: the file holds results and ``resume`` is false, or a line other
             than the last is not a ``model``.
         OSError: ``folder`` cannot be written.
     """
-    return await asyncio.to_thread(_open_results, folder, model, resume, base_url)
+    chosen = {**(options or {}), **({"base_url": base_url} if base_url else {})}
+    return await asyncio.to_thread(_open_results, folder, model, resume, backend, chosen)
 
 
 async def run_jobs(
@@ -256,7 +265,11 @@ async def run_benchmark(
         raise ValueError(f"max_concurrent_tasks must be at least 1, got {max_concurrent_tasks}")
     folder = Path(output_dir)
     log = await open_results(
-        folder, TrialResult, resume=resume, base_url=settings.sandbox_options.get("base_url")
+        folder,
+        TrialResult,
+        resume=resume,
+        backend=settings.backend,
+        options=settings.sandbox_options,
     )
     progress = RunProgress.resuming(len(tasks) * n_trials, log)
     if on_progress is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from hermes_benchmarks.image_map import ImageMap
 
@@ -26,6 +26,11 @@ class TrialSettings:
         sandbox_options: more options for ``create_sandbox`` (e.g. docker's ``base_url``).
         contexts_dir: where Modal and Daytona build contexts are kept (default
             ``~/.cache/hermes-bench/build-contexts``).
+        offline_builds: pull nothing and build without a network (air-gapped machines).
+        build_network: the network of networked builds' ``RUN`` steps (``default``, or
+            ``host`` to reach a mirror on 127.0.0.1).
+        network: the sandboxes' network: ``task`` (each task's ``allow_internet``),
+            ``off``, or ``host`` (the host's network for tasks that allow the internet).
     """
 
     backend: str = "docker"
@@ -34,6 +39,9 @@ class TrialSettings:
     infra_retries: int = 1
     sandbox_options: Mapping[str, Any] = field(default_factory=dict)
     contexts_dir: Path | None = None
+    offline_builds: bool = False
+    build_network: Literal["default", "host"] = "default"
+    network: Literal["task", "off", "host"] = "task"
 
     def __post_init__(self) -> None:
         if self.timeout_multiplier <= 0:

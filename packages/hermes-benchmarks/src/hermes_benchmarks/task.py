@@ -79,6 +79,7 @@ class EnvironmentSection(_Section):
     storage_mb: int | None = Field(default=None, gt=0)
     docker_image: str | None = None
     network_mode: str | None = None
+    allow_internet: bool = True
 
 
 class VerifierSection(_Section):

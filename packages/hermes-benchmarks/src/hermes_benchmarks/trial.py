@@ -52,7 +52,12 @@ from hermes_benchmarks.artifacts import ArtifactManifest, collect_artifacts, pro
 from hermes_benchmarks.errors import ImageError, TrialInfraError
 from hermes_benchmarks.images import TaskImage, prepare_task_image
 from hermes_benchmarks.results import Attempt, TrialResult, TrialStatus, infra_attempt
-from hermes_benchmarks.sandboxes import close_fully, start_sandbox
+from hermes_benchmarks.sandboxes import (
+    allows_internet,
+    close_fully,
+    sandbox_network,
+    start_sandbox,
+)
 from hermes_benchmarks.settings import TrialSettings
 from hermes_benchmarks.task import Task
 from hermes_benchmarks.verifier import verify, verify_separately
@@ -86,6 +91,8 @@ async def _image(task: Task, settings: TrialSettings) -> TaskImage:
             timeout_multiplier=settings.timeout_multiplier,
             sandbox_options=settings.sandbox_options,
             contexts_dir=settings.contexts_dir,
+            offline=settings.offline_builds,
+            build_network=settings.build_network,
         )
     except ImageError as error:
         raise TrialInfraError("image_build", str(error)) from None
@@ -174,6 +181,7 @@ async def run_attempt(
                 memory_mb=config.environment.memory_mb,
                 image=image.options,
                 lifetime=agent_timeout + (0.0 if separate else verifier_timeout),
+                network=sandbox_network(allows_internet(config.environment), settings.network),
             )
         except (SandboxError, ValueError) as error:
             raise TrialInfraError("sandbox_start", f"{type(error).__name__}: {error}") from None

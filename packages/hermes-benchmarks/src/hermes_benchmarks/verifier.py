@@ -137,6 +137,8 @@ async def verify_separately(
             settings.image_map,
             timeout_multiplier=settings.timeout_multiplier,
             base_url=base_url,
+            offline=settings.offline_builds,
+            build_network=settings.build_network,
         )
     except (ImageError, SandboxError) as error:
         raise TrialInfraError("image_build", f"verifier image: {error}") from None

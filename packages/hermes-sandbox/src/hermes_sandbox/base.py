@@ -10,12 +10,14 @@ import tarfile
 import time
 import uuid
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
-from typing import ClassVar, Self
+from typing import Any, ClassVar, Self
 
 from hermes_sandbox.errors import SandboxClosedError, SandboxError
+from hermes_sandbox.lifecycle import ImageSource, ImageUnavailableError, PreparedImage
 from hermes_sandbox.options import SandboxOptions
 from hermes_sandbox.result import ExecResult
 from hermes_sandbox.shell import STATE_DIR_PREFIX, wrap_command, wrap_fresh
@@ -66,6 +68,42 @@ class Sandbox(ABC):
         self._closed = False
         self._torn_down = False
         self._start_lock = asyncio.Lock()
+
+    # the backend's hooks around its sandboxes (class methods: no sandbox needed) -----
+    @classmethod
+    async def prepare_image(
+        cls, source: ImageSource, options: Mapping[str, Any] | None = None
+    ) -> PreparedImage:
+        """Make the image ``source`` describes ready for this backend's sandboxes; the
+        ``create_sandbox`` options that select it. ``options`` are the run's other
+        ``create_sandbox`` options (each backend reads the ones it needs, e.g. docker's
+        ``base_url``). The default takes a prebuilt reference as it stands (``image``)
+        and cannot build; backends with images override it.
+
+        Raises:
+            ImageUnavailableError: kind ``unsupported`` for a build on a backend that
+                cannot build; a backend's own pull and build failures otherwise.
+            SandboxError: the backend failed otherwise.
+        """
+        if source.reference is not None:
+            return PreparedImage(source.reference, {"image": source.reference})
+        raise ImageUnavailableError(
+            f"{cls.backend or cls.__name__}: this backend cannot build an image from a "
+            f"Dockerfile ({source.name}); use a backend that builds (docker, modal, daytona) "
+            "or a prebuilt image",
+            reference=source.name,
+            kind="unsupported",
+        )
+
+    @classmethod
+    async def reap_run(cls, run_id: str, options: Mapping[str, Any] | None = None) -> int:
+        """Remove what the sandboxes of run ``run_id`` (a ``lifecycle.RUN_ID`` of an
+        earlier process, e.g. one killed with ``kill -9``) left behind on this backend;
+        how many sandboxes were removed. ``options`` as for ``prepare_image``. The
+        default has nothing to remove. A backend that cannot be reached removes nothing
+        and raises nothing.
+        """
+        return 0
 
     # lifecycle ----------------------------------------------------------------------
     def default_workdir(self) -> str:

@@ -334,7 +334,7 @@ class YCBenchEvalEnv(HermesAgentBaseEnv):
         cfg = self.config
         console = Console(highlight=False, soft_wrap=True)
         try:
-            log = await open_results(self.output, YCRunResult, resume=cfg.resume)
+            log = await open_results(self.output, YCRunResult, resume=cfg.resume, backend="local")
         except ResultsFileError as error:
             raise EnvSetupError(str(error)) from None
         jobs = [

@@ -12,14 +12,16 @@ folder (``Image.from_dockerfile``), for the ``daytona_image`` option.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import logging
 import math
 import os
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from hermes_sandbox.backends._remote import RemoteShellSandbox
 from hermes_sandbox.backends.extra_options import check_extra
@@ -29,6 +31,7 @@ from hermes_sandbox.errors import (
     SandboxError,
     SandboxStartError,
 )
+from hermes_sandbox.lifecycle import ImageSource, PreparedImage, kept_context
 from hermes_sandbox.options import SandboxOptions
 
 __all__ = ["DaytonaSandbox", "daytona_dockerfile_image"]
@@ -47,6 +50,10 @@ def _import_daytona() -> Any:
             "the daytona backend needs the Daytona SDK: pip install 'hermes-sandbox[daytona]'"
         ) from None
     return daytona
+
+
+#: Seconds a Daytona sandbox may take to start on top of its image's build timeout.
+DAYTONA_START_MARGIN: Final = 300.0
 
 
 def daytona_dockerfile_image(dockerfile: str | os.PathLike[str]) -> Any:
@@ -99,6 +106,39 @@ class DaytonaSandbox(RemoteShellSandbox):
     """
 
     backend = "daytona"
+
+    @classmethod
+    async def prepare_image(
+        cls, source: ImageSource, options: Mapping[str, Any] | None = None
+    ) -> PreparedImage:
+        """A prebuilt reference as it stands (``image``); a Dockerfile build's context
+        kept in a folder named for ``source.name`` (option ``contexts_dir``, default
+        ``lifecycle.default_contexts_dir()``) as a dynamic image Daytona builds when the
+        sandbox is created (``daytona_image``, with ``create_timeout`` of
+        ``source.timeout`` plus ``DAYTONA_START_MARGIN``). Daytona builds with its
+        network, whatever ``source.offline`` says.
+
+        Raises:
+            SandboxError: as ``daytona_dockerfile_image``, or (``OSError``'s text) the
+                context folder cannot be written.
+        """
+        if source.reference is not None:
+            return PreparedImage(source.reference, {"image": source.reference})
+        folder = (options or {}).get("contexts_dir")
+        try:
+            context = await asyncio.to_thread(
+                kept_context, source, Path(folder) if folder is not None else None
+            )
+        except OSError as exc:
+            raise SandboxError(
+                f"daytona: cannot keep the build context of {source.name}: {exc}"
+            ) from None
+        dynamic = await asyncio.to_thread(daytona_dockerfile_image, context / "Dockerfile")
+        return PreparedImage(
+            source.name,
+            {"daytona_image": dynamic, "create_timeout": source.timeout + DAYTONA_START_MARGIN},
+        )
+
     label = "daytona"
 
     def __init__(self, options: SandboxOptions, *, task_id: str | None = None) -> None:

@@ -19,7 +19,8 @@ import math
 import os
 import shutil
 import tempfile
-from collections.abc import AsyncIterable
+from collections.abc import AsyncIterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from hermes_sandbox.errors import (
     SandboxError,
     SandboxStartError,
 )
+from hermes_sandbox.lifecycle import ImageSource, PreparedImage, kept_context
 from hermes_sandbox.options import SandboxOptions
 
 __all__ = ["ModalSandbox", "build_modal_image"]
@@ -116,6 +118,31 @@ async def build_modal_image(
     return image
 
 
+@dataclass(frozen=True)
+class ModalImageOptions:
+    """What ``ModalSandbox.prepare_image`` reads from the run's options: ``sdk`` and
+    ``client`` (as the backend's options of those names), ``app_name`` (the App builds
+    run in) and ``contexts_dir`` (where build contexts are kept; default
+    ``lifecycle.default_contexts_dir()``)."""
+
+    sdk: Any = None
+    client: Any = None
+    app_name: str = "hermes-sandbox"
+    contexts_dir: Path | None = None
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any] | None) -> ModalImageOptions:
+        """The options of those names in ``options`` (others are left to other readers)."""
+        given = dict(options or {})
+        folder = given.get("contexts_dir")
+        return cls(
+            sdk=given.get("sdk"),
+            client=given.get("client"),
+            app_name=str(given.get("app_name") or "hermes-sandbox"),
+            contexts_dir=Path(folder) if folder is not None else None,
+        )
+
+
 class ModalSandbox(RemoteShellSandbox):
     """One Modal Sandbox per task (``create_sandbox("modal", ...)``).
 
@@ -142,6 +169,39 @@ class ModalSandbox(RemoteShellSandbox):
     """
 
     backend = "modal"
+
+    @classmethod
+    async def prepare_image(
+        cls, source: ImageSource, options: Mapping[str, Any] | None = None
+    ) -> PreparedImage:
+        """A prebuilt reference as it stands (Modal pulls it: ``image``); a Dockerfile
+        build's context kept in a folder named for ``source.name`` and built now by Modal
+        (``build_modal_image`` under ``source.timeout``: ``modal_image``). Modal builds in
+        its cloud, with its network, whatever ``source.offline`` says.
+
+        Raises:
+            SandboxError: as ``build_modal_image``, or (``OSError``'s text) the context
+                folder cannot be written.
+        """
+        if source.reference is not None:
+            return PreparedImage(source.reference, {"image": source.reference})
+        chosen = ModalImageOptions.from_options(options)
+        try:
+            context = await asyncio.to_thread(kept_context, source, chosen.contexts_dir)
+        except OSError as exc:
+            raise SandboxError(
+                f"modal: cannot keep the build context of {source.name}: {exc}"
+            ) from None
+        built = await build_modal_image(
+            context / "Dockerfile",
+            context,
+            timeout=source.timeout,
+            sdk=chosen.sdk,
+            client=chosen.client,
+            app_name=chosen.app_name,
+        )
+        return PreparedImage(source.name, {"modal_image": built})
+
     label = "modal"
 
     def __init__(self, options: SandboxOptions, *, task_id: str | None = None) -> None:

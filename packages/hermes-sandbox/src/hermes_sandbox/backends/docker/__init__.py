@@ -28,8 +28,10 @@ The modules, each importing only those above it in this list:
 - ``_errors``: ``DockerUnreachableError``, ``ImageBuildError``;
 - ``_stream``: ``ExecStream``, an exec's raw output stream;
 - ``_daemon``: ``DockerDaemon``, the wrapper of one daemon connection;
-- ``_cache``, ``_rootfs``, ``_dockerfile``, ``image``: building images, cached by tag: the
-  base images from Debian's packages, a task's image from its Dockerfile; ``cli``
+- ``_cache``, ``_pull``, ``_rootfs``, ``_dockerfile``, ``image``: having images, cached by
+  tag: pulled from registries with the user's docker credentials, the base images from
+  Debian's packages, a task's image from its Dockerfile (with the network, or offline;
+  cached by its inputs and its bases' ids); ``cli``
   (``python -m hermes_sandbox.backends.docker``) builds base images from a shell;
 - ``_labels``: ``RUN_ID`` and the labels on every container;
 - ``_spec``: ``ContainerSpec``, the options checked;
@@ -38,7 +40,9 @@ The modules, each importing only those above it in this list:
 - ``pool``: ``DockerWarmPool``, containers started ahead of time;
 - ``_archive``: tar streams for files;
 - ``_sandbox``: ``DockerSandbox``;
-- ``_cleanup``: ``list_containers``, ``remove_containers`` by run or labels.
+- ``_cleanup``: ``list_containers``, ``remove_containers`` by run or labels;
+- ``_prepare``: the backend's hooks ``DockerSandbox.prepare_image`` and
+  ``DockerSandbox.reap_run`` (``DockerImageOptions``).
 """
 
 from __future__ import annotations
@@ -54,6 +58,8 @@ from hermes_sandbox.backends.docker._labels import (
     RUN_ID,
 )
 from hermes_sandbox.backends.docker._launch import LIFETIME_GRACE, start_container
+from hermes_sandbox.backends.docker._prepare import DockerImageOptions
+from hermes_sandbox.backends.docker._pull import pull_image
 from hermes_sandbox.backends.docker._sandbox import DockerSandbox
 from hermes_sandbox.backends.docker._spec import (
     DEFAULT_CPUS,
@@ -83,6 +89,7 @@ __all__ = [
     "RUN_ID",
     "ContainerSpec",
     "DockerDaemon",
+    "DockerImageOptions",
     "DockerSandbox",
     "DockerUnreachableError",
     "DockerWarmPool",
@@ -92,6 +99,7 @@ __all__ = [
     "ensure_image",
     "image_exists",
     "list_containers",
+    "pull_image",
     "remove_containers",
     "resolve_docker_host",
     "start_container",

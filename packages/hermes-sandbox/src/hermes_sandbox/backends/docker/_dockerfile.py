@@ -1,5 +1,5 @@
-"""Building an image from a Dockerfile and a context directory, network off, within a
-time limit, cached by tag.
+"""Building an image from a Dockerfile and a context directory, with the network (the
+daemon's default, the host's) or offline, within a time limit, cached by tag.
 
 The build goes to the daemon's ``/build`` endpoint (the classic builder: no BuildKit
 session, no registry) over a raw asyncio connection, so waiting for it holds no thread.
@@ -8,7 +8,11 @@ or when the caller is cancelled, the container running the current step is remov
 (its id is in the build's output), which ends the build.
 
 The image is labelled with a hash of what it was built from (the context's files, the
-Dockerfile's name, the build arguments); a tag whose label matches is not built again.
+Dockerfile, the build arguments, and the ids of the images it reads: ``FROM``,
+``COPY --from=``, ``RUN --mount=from=``, each pulled first when absent and the network
+is on); a tag whose label matches is not built again, and a base rebuilt or pulled anew
+under the same tag changes the hash. The classic builder does not run ``RUN --mount``
+(a BuildKit feature): such a Dockerfile fails at that step.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import logging
 import os
 import tarfile
 from collections import deque
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlencode
@@ -35,8 +39,11 @@ from hermes_sandbox.backends.docker._cache import (
 )
 from hermes_sandbox.backends.docker._daemon import DockerDaemon
 from hermes_sandbox.backends.docker._errors import ImageBuildError
+from hermes_sandbox.backends.docker._pull import PULL_ATTEMPTS, PULL_WAIT, ensure_reference
 from hermes_sandbox.backends.docker._sdk import load_sdk
 from hermes_sandbox.backends.docker._stream import CHUNK
+from hermes_sandbox.dockerfile import image_references
+from hermes_sandbox.lifecycle import BuildNetwork
 
 __all__ = ["DEFAULT_BUILD_TIMEOUT", "STOP_GRACE", "build_dockerfile_image", "context_stamp"]
 
@@ -55,41 +62,82 @@ async def build_dockerfile_image(
     tag: str,
     *,
     dockerfile: str = "Dockerfile",
+    dockerfile_text: str | None = None,
     timeout: float = DEFAULT_BUILD_TIMEOUT,
     build_args: Mapping[str, str] | None = None,
+    network: BuildNetwork = "default",
     force: bool = False,
     base_url: str | None = None,
+    docker_config: str | os.PathLike[str] | None = None,
+    on_progress: Callable[[str], None] | None = None,
+    pull_attempts: int = PULL_ATTEMPTS,
+    pull_wait: float = PULL_WAIT,
 ) -> str:
     """Build ``tag`` from ``context`` (a directory holding ``dockerfile``, a path relative
-    to it) unless ``tag`` exists built from the same inputs; the tag.
+    to it; ``dockerfile_text`` replaces that file's text when given) unless ``tag``
+    exists built from the same inputs; the tag.
 
-    Every step runs with the network off, so ``FROM`` must name an image the daemon has
-    (e.g. ``hermes-sandbox/debian:bookworm``, see ``build_image``) and ``RUN`` cannot
-    download anything. ``.dockerignore`` in the context is honoured. Cancelling the call
-    stops the build.
+    ``network``: what the ``RUN`` steps reach: ``default`` (the daemon's default network,
+    as ``docker build``), ``host`` (the host's network: a mirror on 127.0.0.1), or
+    ``none`` (offline, for air-gapped machines). Every image the Dockerfile reads
+    (``FROM``, ``COPY --from=``, ``RUN --mount=from=``) must be on the daemon or is pulled
+    first (with the docker credentials of ``docker_config``, default the docker
+    client's); offline, an absent one is refused in one line naming it. The inputs the
+    cache compares are the context's files, the Dockerfile, the build arguments and the
+    ids of those images: a base rebuilt or pulled anew under the same tag rebuilds
+    ``tag``. ``.dockerignore`` in the context is honoured. Cancelling the call stops the
+    build. Build and pull progress lines go to ``on_progress`` (default: the log).
 
     Raises:
-        ValueError: for a non-positive ``timeout`` or an empty ``tag``.
-        ImageBuildError: when the context or Dockerfile is missing, a step fails (the
-            message holds the step and the end of the build's output), the ``FROM`` image
-            is not on the daemon, or the build takes longer than ``timeout`` seconds.
+        ValueError: for a non-positive ``timeout``, an empty ``tag`` or an unknown
+            ``network``.
+        ImageUnavailableError: an image the Dockerfile reads is absent and offline, or
+            its pull failed (see ``pull_image``).
+        ImageBuildError: when the context or Dockerfile is missing, a reference holds a
+            variable no ``ARG`` default sets, a step fails (the message holds the step
+            and the end of the build's output), or the build takes longer than
+            ``timeout`` seconds.
         DockerUnreachableError: if the daemon does not answer.
     """
     if not timeout > 0:
         raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
     if not tag or not isinstance(tag, str) or any(c.isspace() for c in tag):
         raise ValueError(f"tag must be an image name such as 'task/x:1', got {tag!r}")
+    if network not in ("default", "host", "none"):
+        raise ValueError(f"network must be 'default', 'host' or 'none', got {network!r}")
     args = {str(k): str(v) for k, v in (build_args or {}).items()}
-    archive, stamp = await asyncio.to_thread(_context_archive, Path(context), dockerfile, args)
+    archive, stamp, text = await asyncio.to_thread(
+        _context_archive, Path(context), dockerfile, args, dockerfile_text
+    )
+    found = image_references(text)
+    if found.unresolved:
+        raise ImageBuildError(
+            f"building {tag}: the image {found.unresolved[0]} in its Dockerfile uses a "
+            "variable no ARG default sets; give the ARG a default in the Dockerfile"
+        )
     daemon = await DockerDaemon.connect(base_url)
     try:
+        bases = []
+        for reference in found.images:
+            base_id = await daemon.call(
+                ensure_reference,
+                daemon.api,
+                reference,
+                offline=network == "none",
+                docker_config=docker_config,
+                on_progress=on_progress,
+                attempts=pull_attempts,
+                wait=pull_wait,
+            )
+            bases.append(f"{reference}={base_id}")
+        stamp = _with_bases(stamp, bases)
         if not force and await daemon.call(is_current, daemon.api, tag, stamp):
             return tag
         previous = await daemon.call(image_id, daemon.api, tag)
         query = {
             "t": tag,
             "dockerfile": dockerfile,
-            "networkmode": "none",
+            "networkmode": network,
             "rm": "1",
             "forcerm": "1",
             "pull": "0",
@@ -98,11 +146,19 @@ async def build_dockerfile_image(
         }
         if args:
             query["buildargs"] = json.dumps(args)
-        await _run_build(daemon, tag, urlencode(query), archive, timeout)
+        await _run_build(daemon, tag, urlencode(query), archive, timeout, on_progress)
         await daemon.call(confirm_built, daemon.api, tag, previous)
     finally:
         daemon.close()
     return tag
+
+
+def _with_bases(stamp: str, bases: list[str]) -> str:
+    """``stamp`` extended with the ids of the images a build reads (none: unchanged)."""
+    if not bases:
+        return stamp
+    digest = hashlib.sha256("\n".join([stamp, *bases]).encode())
+    return "dockerfile-" + digest.hexdigest()[:32]
 
 
 def context_stamp(archive: bytes, dockerfile: str, build_args: Mapping[str, str]) -> str:
@@ -122,8 +178,11 @@ def context_stamp(archive: bytes, dockerfile: str, build_args: Mapping[str, str]
     return "dockerfile-" + digest.hexdigest()[:32]
 
 
-def _context_archive(context: Path, dockerfile: str, args: Mapping[str, str]) -> tuple[bytes, str]:
-    """The build context as a tar (``.dockerignore`` applied) and its stamp.
+def _context_archive(
+    context: Path, dockerfile: str, args: Mapping[str, str], dockerfile_text: str | None = None
+) -> tuple[bytes, str, str]:
+    """The build context as a tar (``.dockerignore`` applied; the Dockerfile's text
+    replaced by ``dockerfile_text`` when given), its stamp and the Dockerfile's text.
 
     Raises:
         ImageBuildError: if ``context`` is not a directory or ``dockerfile`` is not a file
@@ -146,11 +205,39 @@ def _context_archive(context: Path, dockerfile: str, args: Mapping[str, str]) ->
         str(context), exclude=exclude, dockerfile=(dockerfile, None)
     ) as tar_file:
         archive = tar_file.read()
-    return archive, context_stamp(archive, dockerfile, args)
+    if dockerfile_text is None:
+        text = target.read_text(encoding="utf-8", errors="replace")
+    else:
+        text = dockerfile_text
+        archive = _replace_member(archive, dockerfile, text.encode())
+    return archive, context_stamp(archive, dockerfile, args), text
+
+
+def _replace_member(archive: bytes, name: str, data: bytes) -> bytes:
+    """``archive`` (a tar) with the file ``name`` holding ``data``."""
+    wanted = name.lstrip("./")
+    out = io.BytesIO()
+    with (
+        tarfile.open(fileobj=io.BytesIO(archive)) as source,
+        tarfile.open(fileobj=out, mode="w") as target,
+    ):
+        for member in source.getmembers():
+            if member.name.lstrip("./") == wanted:
+                continue
+            target.addfile(member, source.extractfile(member) if member.isfile() else None)
+        info = tarfile.TarInfo(wanted)
+        info.size, info.mode = len(data), 0o644
+        target.addfile(info, io.BytesIO(data))
+    return out.getvalue()
 
 
 async def _run_build(
-    daemon: DockerDaemon, tag: str, query: str, archive: bytes, timeout: float
+    daemon: DockerDaemon,
+    tag: str,
+    query: str,
+    archive: bytes,
+    timeout: float,
+    on_progress: Callable[[str], None] | None = None,
 ) -> None:
     """Send the build request and follow it to its end, or stop it at ``timeout`` or when
     the caller is cancelled.
@@ -159,7 +246,7 @@ async def _run_build(
         ImageBuildError: if the daemon refuses the build, a step fails, or time runs out.
     """
     reader, writer = await daemon.open_socket()
-    progress = _Progress(tag)
+    progress = _Progress(tag, on_progress)
     try:
         head = (
             f"POST /v{daemon.version}/build?{query} HTTP/1.1\r\n"
@@ -277,8 +364,9 @@ class _Progress:
     """What a build has reported so far: its current step, the container running that
     step, and the last lines of its output."""
 
-    def __init__(self, tag: str) -> None:
+    def __init__(self, tag: str, on_progress: Callable[[str], None] | None = None) -> None:
         self.tag = tag
+        self.on_progress = on_progress
         self.step = ""
         self.running: str | None = None
         self.tail: deque[str] = deque(maxlen=_LOG_TAIL)
@@ -298,6 +386,8 @@ class _Progress:
                 self.tail.append(line)
                 if line.startswith("Step "):
                     self.step, self.running = line, None
+                    if self.on_progress is not None:
+                        self.on_progress(f"build {self.tag}: {line}")
                 elif line.startswith(" ---> Running in "):
                     self.running = line.rsplit(" ", 1)[-1]
             return
@@ -306,10 +396,7 @@ class _Progress:
             return
         hint = ""
         if self.step.partition(" : ")[2].upper().startswith("FROM"):
-            hint = (
-                "; the FROM image must already be on the daemon (no registry is reachable): "
-                "build it first, e.g. `python -m hermes_sandbox.backends.docker build`"
-            )
+            hint = "; the FROM image could not be had: build, load or pull it first"
         output = "\n".join(self.tail)
         raise ImageBuildError(
             f"building {self.tag} failed at {self.step or 'the start'}: {error}{hint}\n"

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import Final
+
+from hermes_sandbox.lifecycle import RUN_ID
 
 __all__ = ["LABEL", "LABEL_POOL", "LABEL_RUN", "LABEL_TASK", "RUN_ID"]
 
-#: One id per Python process, put on every container it starts (label ``LABEL_RUN``).
-RUN_ID: Final = uuid.uuid4().hex[:12]
+# RUN_ID (one id per Python process, put on every container it starts as label
+# ``LABEL_RUN``) is ``hermes_sandbox.lifecycle.RUN_ID``, re-exported here.
 #: ``hermes-sandbox=1`` on every container of this package.
 LABEL: Final = "hermes-sandbox"
 #: The run (``RUN_ID``) that started the container.

@@ -6,12 +6,14 @@ import asyncio
 import contextlib
 import logging
 import posixpath
+from collections.abc import Mapping
 from typing import Any, Final
 
 from hermes_sandbox.backends.docker._archive import read_single_file, single_file_tar
 from hermes_sandbox.backends.docker._daemon import DockerDaemon, resolve_docker_host
 from hermes_sandbox.backends.docker._labels import LABEL, LABEL_RUN, LABEL_TASK, RUN_ID
 from hermes_sandbox.backends.docker._launch import LIFETIME_GRACE, start_container
+from hermes_sandbox.backends.docker._prepare import prepare_docker_image, reap_docker_run
 from hermes_sandbox.backends.docker._scripts import (
     EXEC_WRAPPER,
     KILL_SCRIPT,
@@ -22,6 +24,7 @@ from hermes_sandbox.backends.docker._spec import ContainerSpec
 from hermes_sandbox.backends.docker.pool import DockerWarmPool
 from hermes_sandbox.base import Sandbox
 from hermes_sandbox.errors import SandboxClosedError, SandboxError
+from hermes_sandbox.lifecycle import ImageSource, PreparedImage
 from hermes_sandbox.options import SandboxOptions
 from hermes_sandbox.output import OutputCollector
 from hermes_sandbox.result import ExecResult
@@ -59,6 +62,27 @@ class DockerSandbox(Sandbox):
     """
 
     backend = "docker"
+
+    @classmethod
+    async def prepare_image(
+        cls, source: ImageSource, options: Mapping[str, Any] | None = None
+    ) -> PreparedImage:
+        """Pull or build ``source`` on the daemon (see ``_prepare.prepare_docker_image``).
+
+        Raises:
+            ImageUnavailableError, ImageBuildError, DockerUnreachableError, ValueError:
+                as ``prepare_docker_image``.
+        """
+        return await prepare_docker_image(source, options)
+
+    @classmethod
+    async def reap_run(cls, run_id: str, options: Mapping[str, Any] | None = None) -> int:
+        """Remove the containers of run ``run_id`` (see ``_prepare.reap_docker_run``).
+
+        Raises:
+            ValueError: an empty ``run_id``.
+        """
+        return await reap_docker_run(run_id, options)
 
     def __init__(self, options: SandboxOptions, *, task_id: str | None = None) -> None:
         super().__init__(options, task_id=task_id)

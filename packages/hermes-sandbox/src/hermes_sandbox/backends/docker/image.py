@@ -14,8 +14,9 @@ the daemon's import endpoint (what ``docker import`` does).
   name (``exec -a NAME sleep``) fails, since busybox picks the tool by its name.
 
 Images of a task are built from its Dockerfile and context directory with
-``await build_dockerfile_image(context, tag, timeout=...)``: network off, so ``FROM`` names
-one of the images above (or another image already on the daemon); see ``_dockerfile``.
+``await build_dockerfile_image(context, tag, timeout=..., network=...)``: with the
+daemon's default network, the host's, or none; the images it reads are pulled first when
+absent (offline: refused); see ``_dockerfile`` and ``_pull``.
 
 Building is skipped when the tag exists and carries the builder's current stamp (label
 ``hermes-sandbox.image``: the recipe, or a hash of a Dockerfile build's inputs);
@@ -96,11 +97,11 @@ def missing_image_hint(image: str) -> str:
         )
     else:
         how = (
-            "build or load it locally (docker build / docker import / docker load), or make "
+            "pull, build or load it (docker pull / docker build / docker load), or make "
             f"a Debian one under that tag: `python -m hermes_sandbox.backends.docker "
             f"build --kind debian --tag {image}`"
         )
-    return f"docker: image {image!r} is not on the daemon and no registry is reachable; {how}"
+    return f"docker: image {image!r} is not on the daemon; {how}"
 
 
 # --------------------------------------------------------------------------------------

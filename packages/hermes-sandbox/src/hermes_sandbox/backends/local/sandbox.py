@@ -16,8 +16,9 @@ import shutil
 import stat
 import tempfile
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from hermes_sandbox.backends.local.cgroup import CgroupUnavailableError, PidsCgroup
 from hermes_sandbox.backends.local.isolation import (
@@ -36,6 +37,7 @@ from hermes_sandbox.backends.local.process import (
 from hermes_sandbox.backends.local.sweep import (
     MARKER_VARIABLE,
     needle,
+    reap_orphans,
     remove_tree,
     state_parent,
     sweep,
@@ -88,6 +90,13 @@ class LocalSandbox(Sandbox):
     """
 
     backend = "local"
+
+    @classmethod
+    async def reap_run(cls, run_id: str, options: Mapping[str, Any] | None = None) -> int:
+        """Local sandboxes are marked by their owner process, not by run: remove what
+        every dead process's sandboxes left (``reap_orphans``, the run ``run_id``'s among
+        them); how many sandbox directories were removed. Never raises."""
+        return len(await asyncio.to_thread(reap_orphans))
 
     def __init__(self, options: SandboxOptions, *, task_id: str | None = None) -> None:
         self._isolation: Isolation = _check_options(options)
