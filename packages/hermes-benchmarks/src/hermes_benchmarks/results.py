@@ -30,16 +30,22 @@ __all__ = [
     "TrialKey",
     "TrialResult",
     "TrialStatus",
+    "failed_attempt",
     "infra_attempt",
 ]
 
 #: How a trial ended: the tests passed, they failed, or infrastructure stopped it.
 TrialStatus = Literal["pass", "fail", "infra_error"]
 
-#: What stopped a trial that has no verdict. None of these is the model's 0.
+#: Why a trial has no passing verdict. The scored kinds
+#: (:data:`~hermes_benchmarks.verdicts.SCORED_KINDS`: ``reward_missing``,
+#: ``reward_unreadable``, ``reward_tampered``, ``sandbox_died``, ``verifier_timeout``,
+#: ``tests_blocked``) go with status ``fail`` and reward 0; the others with
+#: ``infra_error`` (no reward, retried, never the model's 0).
 ErrorKind = Literal[
     "image_build",
     "sandbox_start",
+    "daemon",
     "model_endpoint",
     "agent_crash",
     "agent_timeout",
@@ -47,6 +53,9 @@ ErrorKind = Literal[
     "verifier_timeout",
     "reward_missing",
     "reward_unreadable",
+    "reward_tampered",
+    "sandbox_died",
+    "tests_blocked",
     "interrupted",
 ]
 
@@ -55,7 +64,14 @@ TrialKey = tuple[str, int]
 
 
 class Attempt(BaseModel):
-    """One try at a trial; a trial retried after infrastructure failures has several."""
+    """One try at a trial; a trial retried after infrastructure failures has several.
+
+    ``system_changes``: in shared mode on docker, the agent's changes to the system
+    outside its work directory (``"A /path"``, ``"C /path"``, ``"D /path"``; at most
+    200, ``system_changes_total`` counts them all), None where they were not looked at;
+    ``suspect_reasons``: the changes that can alter what the tests run (see
+    :mod:`hermes_benchmarks.changes`).
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -64,6 +80,9 @@ class Attempt(BaseModel):
     error_kind: ErrorKind | None = None
     error: str | None = None
     timings: dict[str, float] = Field(default_factory=dict)
+    system_changes: list[str] | None = None
+    system_changes_total: int = 0
+    suspect_reasons: list[str] = Field(default_factory=list)
 
 
 def infra_attempt(kind: str, message: str, timings: Mapping[str, float]) -> Attempt:
@@ -77,6 +96,15 @@ def infra_attempt(kind: str, message: str, timings: Mapping[str, float]) -> Atte
     )
 
 
+def failed_attempt(kind: str, message: str) -> Attempt:
+    """A scored failure: status ``fail``, reward 0, ``kind`` says how it failed.
+
+    Raises:
+        pydantic.ValidationError: ``kind`` is not an :data:`ErrorKind`.
+    """
+    return Attempt(status="fail", reward=0.0, error_kind=cast(ErrorKind, kind), error=message)
+
+
 class TrialResult(BaseModel):
     """A finished trial: its final status and every attempt that led to it.
 
@@ -84,7 +112,9 @@ class TrialResult(BaseModel):
     them all (the infrastructure failures before it included). ``reward`` is None exactly
     when ``status`` is ``"infra_error"``. ``artifacts``: the folder, relative to the run's
     ``output_dir``, holding what the trial kept from the agent's sandbox (see
-    :mod:`hermes_benchmarks.artifacts`), or None when nothing was kept.
+    :mod:`hermes_benchmarks.artifacts`), or None when nothing was kept. ``suspect``:
+    the last attempt's agent changed the system in a way that can alter what the tests
+    run (its ``suspect_reasons`` say how); a suspect pass is counted apart.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -103,6 +133,7 @@ class TrialResult(BaseModel):
     agent: str | None = None
     timings: dict[str, float] = Field(default_factory=dict)
     artifacts: str | None = None
+    suspect: bool = False
     extra: dict[str, Any] = Field(default_factory=dict)
 
     @property
@@ -135,6 +166,7 @@ class TrialResult(BaseModel):
             error=last.error,
             attempts=list(attempts),
             timings=dict(last.timings),
+            suspect=bool(last.suspect_reasons),
             **fields,
         )
 
