@@ -10,6 +10,7 @@ resuming skips exactly those, so no result is lost or written twice.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
 import threading
@@ -19,12 +20,14 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar, cast, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from hermes_benchmarks.errors import ResultsFileError
+from hermes_benchmarks.errors import OutputFolderError, ResultsFileError
 from hermes_sandbox.teardown import finish
 
 __all__ = [
+    "LOCK_FILE",
     "Attempt",
     "ErrorKind",
+    "FolderLock",
     "ResultT",
     "ResultsLog",
     "TrialKey",
@@ -175,6 +178,61 @@ class TrialResult(BaseModel):
 ResultT = TypeVar("ResultT", bound=TrialResult)
 
 
+#: The lock file of an output folder: held (``flock``) by the run writing into it.
+LOCK_FILE = ".hermes-bench.lock"
+
+
+class FolderLock:
+    """The exclusive lock of an output folder: one run writes into it at a time.
+
+    An ``flock`` on ``LOCK_FILE``, which holds the owner's pid for the message. The
+    kernel drops it when the owner's process ends (a crash or ``kill -9`` included), so
+    a lock left by a dead run never stops the next one.
+    """
+
+    def __init__(self, fd: int, path: Path) -> None:
+        self._fd: int | None = fd
+        self.path = path
+
+    @classmethod
+    def acquire(cls, folder: Path) -> FolderLock:
+        """Take ``folder``'s lock (blocking call; never waits for it).
+
+        Raises:
+            OutputFolderError: another run holds it (the message names its pid), or the
+                lock file cannot be made (the folder is read-only, say).
+        """
+        path = folder / LOCK_FILE
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as error:
+            raise OutputFolderError(
+                f"output folder {folder} cannot be written ({error.strerror}): make it "
+                "writable or choose another output_dir"
+            ) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            owner = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise OutputFolderError(
+                f"output folder {folder} is in use by another hermes-bench run (pid {owner}): "
+                "wait for it to end or choose another output_dir"
+            ) from None
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError:  # a full disk: the lock holds all the same
+            pass
+        return cls(fd, path)
+
+    def release(self) -> None:
+        """Let the folder go (idempotent)."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+
 class ResultsLog(Generic[ResultT]):
     """``results.jsonl`` of one run: what is already finished, and appends as trials end.
 
@@ -187,6 +245,12 @@ class ResultsLog(Generic[ResultT]):
         self._finished = finished
         self._dropped_tail = dropped
         self._lock = threading.Lock()
+        self.folder_lock: FolderLock | None = None
+
+    def close(self) -> None:
+        """Release the output folder's lock, if this log holds it (idempotent)."""
+        if self.folder_lock is not None:
+            self.folder_lock.release()
 
     @overload
     @classmethod
@@ -214,8 +278,9 @@ class ResultsLog(Generic[ResultT]):
 
         Raises:
             ResultsFileError: the file exists and holds results but ``resume`` is false
-                (the message says to pass ``--resume`` or choose another output_dir), or a
-                line other than the last is not a ``model`` (the message names the line).
+                (the message says to pass ``--resume`` or choose another output_dir), a
+                line other than the last is not a ``model`` (the message names the line),
+                or a trial has two lines (two runs wrote to the file).
         """
         file = Path(path)
         file.parent.mkdir(parents=True, exist_ok=True)
@@ -326,7 +391,14 @@ def _read(file: Path, model: type[ResultT]) -> tuple[dict[TrialKey, ResultT], in
             # A complete JSON object without its newline: the write was cut just before
             # the newline, so the line never counted as finished. Run the trial again.
             return finished, offset, len(data) - offset
-        finished.setdefault(result.key, result)
+        if result.key in finished:
+            task, trial = result.key
+            raise ResultsFileError(
+                f"{file} line {number} is a second line for trial {trial} of {task}: two runs "
+                "wrote to this folder; keep one line per trial (or move the file away), "
+                "then resume"
+            )
+        finished[result.key] = result
         offset = end + 1
     return finished, offset, 0
 
