@@ -39,8 +39,11 @@ __all__ = ["MAX_RECORDED", "SystemChanges", "suspect_reasons", "system_changes"]
 
 #: At most this many changes are kept in a result (the count of all is kept beside).
 MAX_RECORDED: Final = 200
-#: Folders the harness itself writes (logs, the oracle's solution, the tests).
-HARNESS_DIRS: Final = ("/logs", "/solution")
+#: Folders the harness itself writes (logs, the oracle's solution, the tests, which are
+#: removed and uploaded afresh before they run).
+HARNESS_DIRS: Final = ("/logs", "/solution", "/tests")
+#: Paths docker itself adds to every container (its init, mounted by ``--init``).
+DOCKER_PATHS: Final = frozenset({"/sbin/docker-init", "/usr/sbin/docker-init"})
 _KINDS: Final = {0: "C", 1: "A", 2: "D"}
 _PYTEST_CONFIGS: Final = frozenset(
     {"conftest.py", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg"}
@@ -96,6 +99,7 @@ async def system_changes(sandbox: Sandbox) -> SystemChanges | None:
             and not _below(path, workdir)
             and not any(_below(path, d) for d in HARNESS_DIRS)
             and not path.startswith("/tmp/.hermes-")
+            and path not in DOCKER_PATHS
         ]
         reasons = await suspect_reasons(kept, path_dirs, daemon, container)
     finally:
@@ -139,6 +143,14 @@ async def suspect_reasons(
         SandboxError: the daemon could not be asked.
     """
     reasons: list[str] = []
+    known: dict[str, str] | None = None
+
+    async def real_dirs() -> dict[str, str]:
+        nonlocal known
+        if known is None:
+            known = await _real_dirs(daemon, container, path_dirs)
+        return known
+
     for kind, path in changes:
         if kind == "D":
             continue
@@ -154,14 +166,16 @@ async def suspect_reasons(
                 reasons.append(f"{path}: declares a pytest plugin")
         elif name in _PYTEST_CONFIGS and folder in ("/", "/tests"):
             reasons.append(f"{path}: pytest reads it for the tests in /tests")
-        elif folder in path_dirs:
+        elif folder in path_dirs or folder in (await real_dirs()).values():
+            real = await real_dirs()
             stat = await daemon.stat(container, path)
             if stat is None or int(stat.get("mode", 0)) & _DIR_BIT:
                 continue
             if kind == "C":
                 reasons.append(f"{path}: an executable on PATH was replaced")
                 continue
-            others = [d for d in path_dirs if d != folder]
+            here = real.get(folder, folder)
+            others = [d for d in path_dirs if real.get(d, d) != here]
             found = await asyncio.gather(
                 *(daemon.stat(container, posixpath.join(d, name)) for d in others)
             )
@@ -169,6 +183,20 @@ async def suspect_reasons(
             if twins:
                 reasons.append(f"{path}: a new program of the same name as {twins[0]} on PATH")
     return reasons
+
+
+async def _real_dirs(daemon: DockerDaemon, container: str, dirs: Sequence[str]) -> dict[str, str]:
+    """Each of ``dirs`` with a symbolic link in its place followed (merged-usr images
+    have ``/bin`` -> ``usr/bin``): folders that are one are not told apart."""
+    real: dict[str, str] = {}
+    for folder in dirs:
+        stat = await daemon.stat(container, folder)
+        target = str((stat or {}).get("linkTarget") or "")
+        if target:
+            real[folder] = posixpath.normpath(posixpath.join(posixpath.dirname(folder), target))
+        else:
+            real[folder] = folder
+    return real
 
 
 async def _read(daemon: DockerDaemon, container: str, path: str) -> bytes:

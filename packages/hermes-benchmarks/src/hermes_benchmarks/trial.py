@@ -238,17 +238,28 @@ async def run_attempt(
                 task, staging, manifest, settings, task_id=f"{task_id}-v", lap=clock.lap
             )
         else:
+            # The agent's changes are read while the tests are put in place, and before
+            # they start (so that nothing the tests write is counted).
+            diffing = asyncio.ensure_future(system_changes(sandbox))
             try:
-                changes = await system_changes(sandbox)
-            finally:
-                clock.lap("integrity")
-            try:
-                reward = await verify(task, sandbox, timeout=verifier_timeout, settle=REWARD_SETTLE)
+                reward = await verify(
+                    task,
+                    sandbox,
+                    timeout=verifier_timeout,
+                    settle=REWARD_SETTLE,
+                    before_tests=diffing,
+                    lap=clock.lap,
+                )
             except SandboxError as error:
                 raise TrialInfraError(
                     "verifier_crash", f"{type(error).__name__}: {error}"
                 ) from None
             finally:
+                if not diffing.done():
+                    diffing.cancel()
+                await asyncio.wait({diffing})
+                if not diffing.cancelled() and diffing.exception() is None:
+                    changes = diffing.result()
                 clock.lap("verifier")
     except ScoredFailure as failure:
         attempt = failed_attempt(failure.kind, str(failure))

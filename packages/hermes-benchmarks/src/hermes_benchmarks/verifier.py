@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import shlex
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from hermes_benchmarks.artifacts import ArtifactManifest, restore_artifacts
@@ -99,6 +99,8 @@ async def verify(
     timeout: float,
     upload_tests: bool = True,
     settle: float = 0.0,
+    before_tests: Awaitable[object] | None = None,
+    lap: Callable[[str], None] | None = None,
 ) -> float:
     """Run ``task``'s tests in ``sandbox`` and return the reward they wrote.
 
@@ -106,7 +108,11 @@ async def verify(
     from ``tests/Dockerfile``); it is left as it is and must hold ``test.sh``.
     ``settle``: when positive (shared mode, where the agent's processes still run), the
     reward is read at the instant the tests end and again ``settle`` seconds later; a
-    change of its content or of its time stamp is tampering.
+    change of its content or of its time stamp is tampering. ``before_tests``: awaited
+    once the tests are in place, before they start (work that must see the sandbox as
+    the agent left it, done meanwhile). ``lap`` is called with ``verifier`` and
+    ``integrity`` as each piece ends (the wait for ``before_tests`` and the second read
+    are ``integrity``).
 
     Raises:
         ScoredFailure: kind ``reward_missing`` / ``reward_unreadable`` when the tests
@@ -118,8 +124,10 @@ async def verify(
         TrialInfraError: kind ``verifier_crash`` when the verifier's folders could not
             be prepared in a fresh sandbox or the image owns no ``/tests/test.sh``;
             ``daemon`` when the tests timed out and the backend does not answer.
-        SandboxError: the sandbox failed under the verifier (the caller attributes it).
+        SandboxError: the sandbox failed under the verifier (the caller attributes it);
+            also what ``before_tests`` raised.
     """
+    tick = lap or (lambda _step: None)
     # The old folder is moved away in one step before it is removed, so a process
     # writing into it cannot make the removal fail (it then writes into the new one,
     # which the second read of the reward catches).
@@ -143,6 +151,10 @@ async def verify(
         raise TrialInfraError("verifier_crash", message)
     if upload_tests:
         await sandbox.upload_dir(task.tests_dir, TESTS_DIR)
+    if before_tests is not None:
+        tick("verifier")
+        await before_tests
+        tick("integrity")
     exports = "".join(
         f"export {name}={shlex.quote(value)}; "
         for name, value in task.resolved_env("verifier").items()
@@ -156,6 +168,7 @@ async def verify(
                 "daemon", f"the tests ran past their {timeout:g}s timeout and the daemon is gone"
             )
         raise ScoredFailure("verifier_timeout", f"the tests ran past their {timeout:g}s timeout")
+    tick("verifier")
     files, times = await _reward_state(sandbox, settle > 0)
     if settle > 0:
         await asyncio.sleep(settle)
@@ -171,6 +184,7 @@ async def verify(
                 f"{VERIFIER_DIR}/{changed[0]} changed after the tests ended: a process the "
                 "agent left running writes it",
             )
+        tick("integrity")
     try:
         return parse_reward(files)
     except RewardError as error:
