@@ -138,3 +138,17 @@ async def test_a_model_endpoint_that_does_not_answer_is_an_infra_failure() -> No
     result = await run_trial(load_task(SHIPPED / "write-greeting"), agent, SETTINGS, trial=0)
     assert (result.status, result.error_kind) == ("infra_error", "model_endpoint")
     assert result.reward is None
+
+
+async def test_tests_past_their_timeout_in_a_healthy_sandbox_are_a_scored_zero(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "write-greeting"
+    shutil.copytree(SHIPPED / "write-greeting", folder)
+    toml = folder / "task.toml"
+    toml.write_text(toml.read_text().replace("timeout_sec = 30", "timeout_sec = 2"))
+    (folder / "tests" / "test.sh").write_text("#!/bin/bash\nsleep 60\n")
+    settings = TrialSettings(infra_retries=1)
+    result = await run_trial(load_task(folder), OracleAgent(), settings, trial=0)
+    assert (result.status, result.reward, result.error_kind) == ("fail", 0.0, "verifier_timeout")
+    assert len(result.attempts) == 1, "a verdict is not retried"

@@ -4,7 +4,7 @@ For each trial a scripted model server (``hermes_loop.server.ModelServer`` with 
 ``Policy``) answers the hermes agent loop: its first turn calls the ``terminal`` tool with
 ``bash /solution/solve.sh`` (the task's ``solution/`` folder uploaded to ``/solution``
 first, as harbor does), its second says it is done. So the oracle goes through the same
-endpoint, loop, tools, timeouts, process kill and verifier as a model would: a task whose
+endpoint, loop, tools, timeouts and verifier as a model would: a task whose
 oracle fails is broken, or the harness is.
 """
 

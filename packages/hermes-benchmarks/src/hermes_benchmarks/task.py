@@ -22,7 +22,7 @@ import hashlib
 import os
 import re
 import tomllib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path, PurePosixPath
 from typing import Literal
@@ -252,16 +252,19 @@ class Task:
         return _tree_hash(self.environment_dir, self.config.environment.docker_image)
 
     def resolved_env(
-        self, section: Literal["environment", "solution", "verifier"]
+        self,
+        section: Literal["environment", "solution", "verifier"],
+        environ: Mapping[str, str] | None = None,
     ) -> dict[str, str]:
-        """A section's ``env`` with harbor's templates filled from the host's environment:
-        ``${VAR}`` and ``${VAR:-default}`` (read, never written).
+        """A section's ``env`` with harbor's templates filled from ``environ`` (default:
+        the host's environment, read, never written): ``${VAR}`` and ``${VAR:-default}``.
 
         Raises:
-            TaskError: a ``${VAR}`` without a default names a variable the host lacks.
+            TaskError: a ``${VAR}`` without a default names a variable ``environ`` lacks.
         """
+        source = os.environ if environ is None else environ
         raw = getattr(self.config, section).env
-        return {name: _fill(value, name, section, self.name) for name, value in raw.items()}
+        return {name: _fill(value, name, section, self.name, source) for name, value in raw.items()}
 
     def tests_hash(self) -> str:
         """A hash of every file of ``tests/`` (the verifier image's build context)."""
@@ -271,10 +274,10 @@ class Task:
 _TEMPLATE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
-def _fill(value: str, name: str, section: str, task: str) -> str:
+def _fill(value: str, name: str, section: str, task: str, environ: Mapping[str, str]) -> str:
     def one(match: re.Match[str]) -> str:
         variable, default = match.group(1), match.group(2)
-        found = os.environ.get(variable)
+        found = environ.get(variable)
         if found is not None:
             return found
         if default is not None:
