@@ -170,6 +170,17 @@ async def _attributed(sandbox: Sandbox | None, error: Exception, kind: str) -> A
     return None
 
 
+async def _finish(diffing: asyncio.Future[SystemChanges | None]) -> SystemChanges | None:
+    """The changes read, or None when reading them failed or was not needed (it is
+    cancelled if still under way)."""
+    if not diffing.done():
+        diffing.cancel()
+    await asyncio.wait({diffing})
+    if diffing.cancelled() or diffing.exception() is not None:
+        return None
+    return diffing.result()
+
+
 async def run_attempt(
     task: Task,
     agent: Agent,
@@ -201,6 +212,7 @@ async def run_attempt(
     timed_out = False
     manifest: ArtifactManifest | None = None
     changes: SystemChanges | None = None
+    diffing: asyncio.Future[SystemChanges | None] | None = None
     try:
         try:
             image = await _image(task, settings)
@@ -225,6 +237,11 @@ async def run_attempt(
             timed_out = await _agent(agent, task, sandbox, agent_timeout)
         finally:
             clock.lap("agent")
+        if not separate:
+            # The agent's changes are read (through the daemon) while its artifacts are
+            # kept and the tests put in place, and before the tests start (so that
+            # nothing the tests write is counted).
+            diffing = asyncio.ensure_future(system_changes(sandbox))
         if staging is not None:
             try:
                 manifest = await _keep(task, sandbox, staging, separate)
@@ -238,9 +255,8 @@ async def run_attempt(
                 task, staging, manifest, settings, task_id=f"{task_id}-v", lap=clock.lap
             )
         else:
-            # The agent's changes are read while the tests are put in place, and before
-            # they start (so that nothing the tests write is counted).
-            diffing = asyncio.ensure_future(system_changes(sandbox))
+            if diffing is None:
+                diffing = asyncio.ensure_future(system_changes(sandbox))
             try:
                 reward = await verify(
                     task,
@@ -255,11 +271,7 @@ async def run_attempt(
                     "verifier_crash", f"{type(error).__name__}: {error}"
                 ) from None
             finally:
-                if not diffing.done():
-                    diffing.cancel()
-                await asyncio.wait({diffing})
-                if not diffing.cancelled() and diffing.exception() is None:
-                    changes = diffing.result()
+                changes = await _finish(diffing)
                 clock.lap("verifier")
     except ScoredFailure as failure:
         attempt = failed_attempt(failure.kind, str(failure))
@@ -277,6 +289,8 @@ async def run_attempt(
         status: TrialStatus = "pass" if reward >= 1.0 else "fail"
         attempt = Attempt(status=status, reward=reward, timings=clock.timings)
     finally:
+        if diffing is not None and not diffing.done():
+            await _finish(diffing)
         if sandbox is not None:
             await _close(sandbox, task_id)
             clock.lap("teardown")

@@ -47,7 +47,7 @@ VERIFIER_DIR = "/logs/verifier"
 #: Seconds allowed for emptying the verifier's folders before the tests run.
 PREPARE_TIMEOUT = 60.0
 #: Seconds between the two reads of the reward in shared mode (a change is tampering).
-REWARD_SETTLE = 0.3
+REWARD_SETTLE = 0.25
 #: The shell the tests run in: an absolute path, not whatever ``bash`` the agent put
 #: earlier on PATH.
 TEST_SHELL = "/bin/bash"
