@@ -10,7 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from hermes_benchmarks import OracleAgent, Task, TrialResult, TrialSettings, load_tasks, run_trial
+from hermes_benchmarks import (
+    OracleAgent,
+    Task,
+    TrialResult,
+    TrialSettings,
+    load_task,
+    load_tasks,
+    run_trial,
+)
+from hermes_sandbox import Sandbox
 from hermes_sandbox.backends.docker import RUN_ID, list_containers
 from tests.benchmarks.docker_support import docker_skip_reason
 
@@ -81,3 +90,36 @@ async def test_every_attack_fails_in_separate_mode() -> None:
         assert (result.status, result.reward) == ("fail", 0.0), (name, result.error)
     assert results["keeper-killed"].error_kind == "sandbox_died"
     assert await asyncio.to_thread(list_containers, run_id=RUN_ID) == []
+
+
+class OrdinaryInstaller:
+    """Solves the task after installing things the way real agents do: a new program
+    that shadows nothing, a package, a configuration file, a deleted file."""
+
+    name = "ordinary-installer"
+
+    async def run(self, task: Task, sandbox: Sandbox, *, timeout: float) -> None:
+        await sandbox.exec(
+            "printf '#!/bin/sh\\necho tool\\n' > /usr/local/bin/mytool && "
+            "chmod +x /usr/local/bin/mytool && "
+            "mkdir -p /usr/local/lib/python3.11/dist-packages/mypkg && "
+            "touch /usr/local/lib/python3.11/dist-packages/mypkg/__init__.py && "
+            "echo 'key=value' > /etc/myapp.conf && rm -f /etc/motd && "
+            "mkdir -p /app && echo solved > /app/answer.txt"
+        )
+
+
+async def test_ordinary_installs_are_recorded_but_do_not_make_a_trial_suspect() -> None:
+    task = load_task(ATTACKS / "replaced-grep")
+    result = await run_trial(task, OrdinaryInstaller(), SETTINGS, trial=0)
+    assert (result.status, result.reward) == ("pass", 1.0), result.error
+    assert not result.suspect, result.attempts[-1].suspect_reasons
+    changes = result.attempts[-1].system_changes or []
+    for change in (
+        "A /usr/local/bin/mytool",
+        "A /usr/local/lib/python3.11/dist-packages/mypkg/__init__.py",
+        "A /etc/myapp.conf",
+        "D /etc/motd",
+    ):
+        assert change in changes, changes
+    assert result.attempts[-1].system_changes_total == len(changes)
