@@ -20,10 +20,12 @@ else the agent did — files, processes, a planted ``/tests`` or reward — can 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import shlex
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from hermes_benchmarks.artifacts import ArtifactManifest, restore_artifacts
 from hermes_benchmarks.errors import ArtifactsError, ImageError, RewardError, TrialInfraError
@@ -56,6 +58,18 @@ TEST_SHELL = "/bin/bash"
 def _tail(text: str, limit: int = 300) -> str:
     text = text.strip()
     return text if len(text) <= limit else "..." + text[-limit:]
+
+
+def _exec_user(sandbox: Sandbox, user: str | int | None) -> dict[str, Any]:
+    """The ``exec`` keyword that runs the tests as ``[verifier] user`` (empty for None).
+
+    ADAPTER (issue 21): a per-command ``user`` of ``Sandbox.exec`` comes with the
+    backend's exec change; until ``exec`` takes one, the tests run as the image's
+    ``USER`` and this returns nothing.
+    """
+    if user is None or "user" not in inspect.signature(sandbox.exec).parameters:
+        return {}
+    return {"user": str(user)}
 
 
 async def _reward_files(sandbox: Sandbox) -> dict[str, bytes | None]:
@@ -160,7 +174,10 @@ async def verify(
         for name, value in task.resolved_env("verifier").items()
     )
     ran = await sandbox.exec(
-        f"{exports}{TEST_SHELL} {TESTS_DIR}/test.sh", timeout=timeout, session=False
+        f"{exports}{TEST_SHELL} {TESTS_DIR}/test.sh",
+        timeout=timeout,
+        session=False,
+        **_exec_user(sandbox, task.config.verifier.user),
     )
     if ran.timed_out:
         if sandbox.backend == "docker" and not await backend_answers(sandbox):
