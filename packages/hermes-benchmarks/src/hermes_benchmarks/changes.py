@@ -57,7 +57,7 @@ class SystemChanges:
     """The agent's changes outside its work directory, and why they make it suspect.
 
     ``changes``: ``"A /path"`` (added), ``"C /path"`` (changed), ``"D /path"`` (deleted),
-    at most :data:`MAX_RECORDED`; ``total``: how many there were; ``reasons``: one line
+    by path, at most :data:`MAX_RECORDED`; ``total``: how many there were; ``reasons``: one line
     per change that makes the trial suspect (empty: clean).
     """
 
@@ -94,7 +94,7 @@ async def system_changes(sandbox: Sandbox) -> SystemChanges | None:
         ]
         kept = [
             (kind, path)
-            for kind, path in entries
+            for kind, path in sorted(entries, key=lambda entry: entry[1])
             if path
             and not _below(path, workdir)
             and not any(_below(path, d) for d in HARNESS_DIRS)
