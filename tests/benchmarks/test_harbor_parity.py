@@ -22,7 +22,7 @@ from hermes_benchmarks import (
 )
 from hermes_loop.server import Call, ModelServer, Script, Turn
 from hermes_sandbox import create_sandbox
-from hermes_sandbox.backends.docker import build_dockerfile_image
+from hermes_sandbox.backends.docker import DockerDaemon, build_dockerfile_image
 from tests.benchmarks.docker_support import docker_skip_reason
 
 REASON = docker_skip_reason()
@@ -40,8 +40,15 @@ async def backend_keeps_image_environment(tmp_path: Path) -> bool:
         "FROM hermes-sandbox/debian:bookworm\nENV HERMES_PROBE=kept\nWORKDIR /root\n"
     )
     tag = await build_dockerfile_image(tmp_path, "hermes-bench-test/env-probe:1", timeout=120)
-    async with create_sandbox("docker", image=tag) as sandbox:
-        seen = await sandbox.exec("echo ${HERMES_PROBE:-lost}:$PWD", session=False)
+    try:
+        async with create_sandbox("docker", image=tag) as sandbox:
+            seen = await sandbox.exec("echo ${HERMES_PROBE:-lost}:$PWD", session=False)
+    finally:
+        daemon = DockerDaemon.open()
+        try:
+            await daemon.call(daemon.api.remove_image, tag, force=True)
+        finally:
+            daemon.close()
     return seen.output.strip() == "kept:/root"
 
 
