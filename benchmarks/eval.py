@@ -2,8 +2,9 @@
 
 Runs every shipped sample task (``hermes_benchmarks/sample_tasks``) with the oracle agent
 at concurrency 1 and then 8 (images built once first, so builds are cache hits), and
-prints the wall time per trial split into image, sandbox start, agent, verifier and
-teardown (medians), and the run's wall time per trial.
+prints the wall time per trial split into image, sandbox start, agent, integrity (the
+agent's system changes and the reward's second read), verifier and teardown (medians),
+and the run's wall time per trial.
 
 Bars: at concurrency 1, a trial of a one-command task takes at most 2 s of wall time end
 to end (harbor measured 4.3-7 s per such trial on this machine kind); at concurrency 8
@@ -32,7 +33,10 @@ from hermes_sandbox.backends.docker import (
 )
 
 TASKS = sample_tasks_dir()
-STEPS = ("image", "sandbox_start", "agent", "artifacts", "verifier", "teardown")
+#: The phases of a trial; ``integrity`` is the verdict's protection in shared mode: the
+#: wait for the agent's system changes (docker diff) beyond the tests' set-up, and the
+#: second read of the reward after it settles.
+STEPS = ("image", "sandbox_start", "agent", "artifacts", "integrity", "verifier", "teardown")
 #: Wall seconds per trial at concurrency 1, end to end, images built.
 BAR_SECONDS = 2.0
 

@@ -28,6 +28,19 @@ class BackgroundRewriter:
         await sandbox.exec("sleep 0.3")
 
 
+class SlowRewriter:
+    """Cheats: leaves a detached process rewriting a perfect reward ten times a second."""
+
+    name = "slow-rewriter"
+
+    async def run(self, task: Task, sandbox: Sandbox, *, timeout: float) -> None:
+        loop = (
+            "while :; do mkdir -p /logs/verifier; echo 1 > /logs/verifier/reward.txt; "
+            "sleep 0.1; done"
+        )
+        await sandbox.exec(f"setsid nohup bash -c '{loop}' >/dev/null 2>&1 &")
+
+
 class SessionPoisoner:
     """Cheats: puts a fake ``cat`` first on the ``PATH`` of the agent's shell session."""
 

@@ -180,7 +180,7 @@ def test_check_names_every_task_whose_oracle_fails(tmp_path: Path) -> None:
         timeout=600,
     )
     assert done.returncode == 1, done.stderr
-    assert "oracle fails on crashing-tests (docker): 0/1 passed (verifier_crash x1)" in done.stdout
+    assert "oracle fails on crashing-tests (docker): 0/1 passed (reward_missing x1)" in done.stdout
     unreadable = "oracle fails on unreadable-reward (docker): 0/1 passed (reward_unreadable x1)"
     assert unreadable in done.stdout
 

@@ -131,7 +131,12 @@ async def test_tampering_in_the_agents_container_cannot_reach_a_separate_verifie
     (shared / "tests" / "Dockerfile").unlink(missing_ok=True)
     assert load_task(shared).config.verifier.environment_mode == "shared"
     control = await run_trial(load_task(shared), agent, SETTINGS, trial=0)
-    assert (control.status, control.reward) == ("pass", 1.0), control.error
+    # Shared mode cannot stop it, only see it: the lying cat shadows the image's cat (the
+    # trial is suspect) and the background writer is caught changing the reward.
+    assert (control.status, control.error_kind) == ("fail", "reward_tampered"), control.error
+    assert control.suspect
+    reasons = control.attempts[-1].suspect_reasons
+    assert any(reason.startswith("/usr/local/bin/cat:") for reason in reasons), reasons
 
 
 async def test_a_verifier_sandbox_that_does_not_start_is_a_verifier_failure(

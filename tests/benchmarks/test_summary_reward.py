@@ -16,6 +16,29 @@ def trial(task: str, n: int, status: str, difficulty: str | None = None) -> Tria
     return TrialResult.from_attempts(task, n, [attempt], difficulty=difficulty)
 
 
+def test_suspect_passes_are_counted_apart_beside_the_clean_pass_rate() -> None:
+    suspect = Attempt(status="pass", reward=1.0, suspect_reasons=["/etc/ld.so.preload: x"])
+    scored_zero = Attempt(status="fail", reward=0.0, error_kind="reward_missing")
+    results = [
+        TrialResult.from_attempts("a", 0, [suspect]),
+        trial("a", 1, "pass"),
+        TrialResult.from_attempts("b", 0, [scored_zero]),
+        trial("b", 1, "fail"),
+    ]
+    assert results[0].suspect
+    assert not results[1].suspect
+    summary = summarize(results)
+    overall = summary.overall
+    assert (overall.passed, overall.suspect_passed, overall.scored) == (2, 1, 4)
+    assert overall.pass_rate == pytest.approx(0.5)
+    assert overall.clean_pass_rate == pytest.approx(0.25)
+    assert {t.task: t.suspect_passed for t in summary.tasks} == {"a": 1, "b": 0}
+    # A scored failure's kind is counted among the failures, not the infra errors.
+    assert summary.failure_kinds == {"reward_missing": 1}
+    assert summary.error_kinds == {}
+    assert overall.mean_reward == pytest.approx(0.5)
+
+
 @pytest.mark.parametrize(("n", "c", "k"), [(5, 0, 1), (5, 2, 1), (5, 2, 3), (5, 5, 5), (10, 3, 4)])
 def test_pass_at_k_matches_the_definition(n: int, c: int, k: int) -> None:
     # Brute force over every k-subset: the chance that a subset holds a pass.

@@ -228,3 +228,50 @@ def test_artifacts_take_plain_paths_and_harbors_object_form(tmp_path: Path) -> N
     specs = task.config.artifacts
     assert [a.source for a in specs] == ["/app/out.txt", "/app/data", "/var/log/x.log"]
     assert [a.stored_as for a in specs] == ["app/out.txt", "kept/data", "var/log/x.log"]
+
+
+HARBOR_FIELDS = """\
+[agent]
+user = "agent"
+
+[verifier]
+user = 1000
+
+[verifier.env]
+TOKEN = "${HERMES_TEST_TOKEN}"
+MODE = "${HERMES_TEST_UNSET_VARIABLE:-strict}"
+
+[solution.env]
+SOLVER = "oracle"
+
+[environment]
+workdir = "/srv/app"
+
+[environment.env]
+GREETING = "hello ${HERMES_TEST_UNSET_VARIABLE:-world}"
+"""
+
+
+def test_harbors_env_workdir_and_user_fields_are_read(tmp_path: Path) -> None:
+    host = {"HERMES_TEST_TOKEN": "t0k"}
+    task = load_task(make_task(tmp_path, "fields", HARBOR_FIELDS))
+    config = task.config
+    assert config.environment.workdir == "/srv/app"
+    assert (config.agent.user, config.verifier.user) == ("agent", 1000)
+    assert task.resolved_env("environment", host) == {"GREETING": "hello world"}
+    assert task.resolved_env("verifier", host) == {"TOKEN": "t0k", "MODE": "strict"}
+    assert task.resolved_env("solution", host) == {"SOLVER": "oracle"}
+
+
+def test_a_template_naming_a_missing_host_variable_is_refused_in_one_line(
+    tmp_path: Path,
+) -> None:
+    task = load_task(make_task(tmp_path, "fields", HARBOR_FIELDS))
+    with pytest.raises(TaskError, match=r"\[verifier.env\] TOKEN needs \$\{HERMES_TEST_TOKEN\}"):
+        task.resolved_env("verifier", {})
+
+
+def test_a_relative_workdir_is_refused(tmp_path: Path) -> None:
+    toml = '[environment]\nworkdir = "app"\n'
+    with pytest.raises(TaskError, match=r"environment\.workdir: .*must be an absolute path"):
+        load_task(make_task(tmp_path, "relative", toml))

@@ -67,31 +67,35 @@ async def test_a_scripted_wrong_agent_fails_every_shipped_task() -> None:
         assert result.error_kind is None
 
 
-@pytest.mark.parametrize("cheater", ["RewardWriter", "BackgroundRewriter", "SessionPoisoner"])
+@pytest.mark.parametrize(
+    "cheater", ["RewardWriter", "BackgroundRewriter", "SlowRewriter", "SessionPoisoner"]
+)
 async def test_an_agent_that_games_the_verifier_scores_zero(cheater: str) -> None:
     agent = load_agent(f"{AGENTS}:{cheater}")
     result = await run_trial(load_task(SHIPPED / "write-greeting"), agent, SETTINGS, trial=0)
     assert (result.status, result.reward) == ("fail", 0.0), result.error
+    if cheater.endswith("Rewriter"):  # its writer outlives the tests: caught rewriting
+        assert result.error_kind == "reward_tampered"
 
 
-async def test_tests_that_crash_are_a_verifier_failure_retried_never_a_zero() -> None:
+async def test_tests_that_end_without_a_reward_are_a_scored_fail_not_retried() -> None:
     settings = TrialSettings(infra_retries=1)
     result = await run_trial(load_task(FAULTY / "crashing-tests"), OracleAgent(), settings, trial=0)
-    assert (result.status, result.reward, result.error_kind) == (
-        "infra_error",
-        None,
-        "verifier_crash",
-    )
+    assert (result.status, result.reward, result.error_kind) == ("fail", 0.0, "reward_missing")
     assert result.error is not None
     assert "status 3" in result.error
-    assert [a.error_kind for a in result.attempts] == ["verifier_crash", "verifier_crash"]
+    assert [a.error_kind for a in result.attempts] == ["reward_missing"]
 
 
-async def test_an_unreadable_reward_is_a_verifier_failure() -> None:
+async def test_an_unreadable_reward_is_a_scored_fail() -> None:
     result = await run_trial(
         load_task(FAULTY / "unreadable-reward"), OracleAgent(), SETTINGS, trial=0
     )
-    assert (result.status, result.error_kind) == ("infra_error", "reward_unreadable")
+    assert (result.status, result.reward, result.error_kind) == (
+        "fail",
+        0.0,
+        "reward_unreadable",
+    )
     assert result.error is not None
     assert "passed-ish" in result.error
 
@@ -135,3 +139,17 @@ async def test_a_model_endpoint_that_does_not_answer_is_an_infra_failure() -> No
     result = await run_trial(load_task(SHIPPED / "write-greeting"), agent, SETTINGS, trial=0)
     assert (result.status, result.error_kind) == ("infra_error", "model_endpoint")
     assert result.reward is None
+
+
+async def test_tests_past_their_timeout_in_a_healthy_sandbox_are_a_scored_zero(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "write-greeting"
+    shutil.copytree(SHIPPED / "write-greeting", folder)
+    toml = folder / "task.toml"
+    toml.write_text(toml.read_text().replace("timeout_sec = 30", "timeout_sec = 2"))
+    (folder / "tests" / "test.sh").write_text("#!/bin/bash\nsleep 60\n")
+    settings = TrialSettings(infra_retries=1)
+    result = await run_trial(load_task(folder), OracleAgent(), settings, trial=0)
+    assert (result.status, result.reward, result.error_kind) == ("fail", 0.0, "verifier_timeout")
+    assert len(result.attempts) == 1, "a verdict is not retried"

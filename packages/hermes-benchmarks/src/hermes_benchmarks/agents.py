@@ -2,8 +2,8 @@
 
 An agent is any object with a ``name`` and ``async run(task, sandbox, *, timeout)``. The
 trial runner times it (``timeout`` is the agent's budget in seconds, already scaled by the
-run's multiplier), cancels it at that budget, kills every process it left in the
-sandbox and verifies what it did: an agent cannot opt out of any of that.
+run's multiplier), cancels it at that budget and verifies what it did (the processes it
+left keep running, as services the tests may probe): an agent cannot opt out of that.
 
 - :class:`HermesAgent`: the hermes agent loop on an OpenAI-compatible endpoint, with the
   ``terminal`` and ``file`` tools bound to the trial's sandbox (the default).

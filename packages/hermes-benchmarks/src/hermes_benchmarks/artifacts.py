@@ -1,8 +1,9 @@
 """What a trial keeps from the agent's sandbox: ``/logs/artifacts`` and the declared artifacts.
 
-Once the agent's turn is over and every process it started is killed, the harness copies
-out of its sandbox the convention folder ``/logs/artifacts`` and every path the task
-declares in ``artifacts`` (``task.toml``), into a trial folder on the host::
+Once the agent's turn is over (the processes it started keep running: services the tests
+probe), the harness copies out of its sandbox the convention folder ``/logs/artifacts``
+and every path the task declares in ``artifacts`` (``task.toml``), into a trial folder on
+the host::
 
     <folder>/
     ├── artifacts.json        the manifest (ArtifactManifest): what was kept, what was missing

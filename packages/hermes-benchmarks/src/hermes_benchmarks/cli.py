@@ -179,7 +179,8 @@ def _report(console: Console, command: str, summary: RunSummary, config: BenchCo
         return 0
     broken = [task for task in summary.tasks if task.passed < task.trials]
     for task in broken:
-        kinds = ", ".join(f"{kind} x{n}" for kind, n in task.error_kinds.items())
+        counts = {**task.failure_kinds, **task.error_kinds}
+        kinds = ", ".join(f"{kind} x{n}" for kind, n in counts.items())
         console.print(
             f"oracle fails on {task.task} ({config.terminal_backend}): "
             f"{task.passed}/{task.trials} passed" + (f" ({kinds})" if kinds else ""),

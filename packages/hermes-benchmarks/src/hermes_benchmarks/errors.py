@@ -8,6 +8,7 @@ The tree::
     ├── ImageMapError      an ``image_map`` entry is not ``FROM=TO``
     ├── ImageError         a task's image could not be had (base missing, build failed)
     ├── ResultsFileError   results.jsonl cannot be resumed (a corrupt line, a foreign file)
+    │   └── OutputFolderError  the output folder is in use by another run, or cannot be written
     ├── RewardError        the verifier wrote no reward, or one that cannot be read
     ├── TrialInfraError    infrastructure stopped a trial (``kind`` says where); retried
     ├── AgentLoadError     ``module:Class`` names no importable agent class
@@ -29,6 +30,7 @@ __all__ = [
     "HermesBenchmarksError",
     "ImageError",
     "ImageMapError",
+    "OutputFolderError",
     "RescoreError",
     "ResultsFileError",
     "RewardError",
@@ -65,6 +67,11 @@ class ImageError(HermesBenchmarksError):
 
 class ResultsFileError(HermesBenchmarksError):
     """An existing results.jsonl cannot be resumed."""
+
+
+class OutputFolderError(ResultsFileError):
+    """The output folder is in use by another run (its lock is held), or it cannot be
+    written (full, read-only); every line already written is kept."""
 
 
 class RewardError(HermesBenchmarksError):

@@ -4,11 +4,14 @@ For each trial a scripted model server (``hermes_loop.server.ModelServer`` with 
 ``Policy``) answers the hermes agent loop: its first turn calls the ``terminal`` tool with
 ``bash /solution/solve.sh`` (the task's ``solution/`` folder uploaded to ``/solution``
 first, as harbor does), its second says it is done. So the oracle goes through the same
-endpoint, loop, tools, timeouts, process kill and verifier as a model would: a task whose
+endpoint, loop, tools, timeouts and verifier as a model would: a task whose
 oracle fails is broken, or the harness is.
 """
 
 from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
 
 from hermes_benchmarks.agents import HermesAgent
 from hermes_benchmarks.errors import TrialInfraError
@@ -22,10 +25,14 @@ __all__ = ["SOLUTION_DIR", "OracleAgent", "oracle_turn"]
 SOLUTION_DIR = "/solution"
 
 
-def oracle_turn(request: ModelRequest, *, timeout: float) -> Turn:
-    """The oracle's answer to ``request``: run the solution, then say done."""
+def oracle_turn(
+    request: ModelRequest, *, timeout: float, env: Mapping[str, str] | None = None
+) -> Turn:
+    """The oracle's answer to ``request``: run the solution (with ``env``, the task's
+    ``[solution] env``, exported), then say done."""
     if request.turn_index == 0:
-        command = f"bash {SOLUTION_DIR}/solve.sh"
+        exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in (env or {}).items())
+        command = f"{exports}bash {SOLUTION_DIR}/solve.sh"
         return Turn(tool_calls=[Call("terminal", {"command": command, "timeout": timeout})])
     return Turn("done: the reference solution ran.")
 
@@ -51,10 +58,11 @@ class OracleAgent:
             raise TrialInfraError(
                 "agent_crash", f"task {task.name} has no solution/solve.sh for the oracle"
             )
+        env = task.resolved_env("solution")
         await sandbox.upload_dir(script.parent, SOLUTION_DIR)
 
         def answer(request: ModelRequest) -> Turn:
-            return oracle_turn(request, timeout=timeout)
+            return oracle_turn(request, timeout=timeout, env=env)
 
         async with ModelServer(Policy(answer, name="oracle")) as server:
             agent = HermesAgent(server.base_url, "oracle", max_turns=4, name=self.name)

@@ -21,18 +21,32 @@ def _group_row(table: Table, name: str, group: GroupSummary, ks: list[int]) -> N
         name,
         str(group.trials),
         str(group.passed),
+        str(group.suspect_passed),
         str(group.failed),
         str(group.infra_errors),
+        _mean(group.pass_rate),
+        _mean(group.clean_pass_rate),
         _mean(group.mean_reward),
         *(_mean(group.pass_at_k.get(k)) for k in ks),
     )
 
 
 def results_tables(summary: RunSummary) -> list[Table]:
-    """The per-task table, and the per-tier table when the tasks have tiers."""
+    """The per-task table, and the per-tier table when the tasks have tiers (else the
+    overall one). ``suspect``: passes of suspect trials (counted among the passes too);
+    ``clean``: the pass rate without them, beside the pass rate."""
     ks = sorted(summary.overall.pass_at_k)
     tasks = Table(title="results per task")
-    for column in ("task", "tier", "trials", "passed", "infra", "mean", *(f"pass@{k}" for k in ks)):
+    for column in (
+        "task",
+        "tier",
+        "trials",
+        "passed",
+        "suspect",
+        "infra",
+        "mean",
+        *(f"pass@{k}" for k in ks),
+    ):
         tasks.add_column(column)
     for task in summary.tasks:
         tasks.add_row(
@@ -40,6 +54,7 @@ def results_tables(summary: RunSummary) -> list[Table]:
             task.difficulty or "-",
             str(task.trials),
             str(task.passed),
+            str(task.suspect_passed),
             str(task.infra_errors),
             _mean(task.mean_reward),
             *(_mean(task.pass_at_k.get(k)) for k in ks),
@@ -49,8 +64,11 @@ def results_tables(summary: RunSummary) -> list[Table]:
         "tier",
         "trials",
         "passed",
+        "suspect",
         "failed",
         "infra",
+        "pass rate",
+        "clean",
         "mean",
         *(f"pass@{k}" for k in ks),
     ):

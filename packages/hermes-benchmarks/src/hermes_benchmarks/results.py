@@ -10,6 +10,7 @@ resuming skips exactly those, so no result is lost or written twice.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
 import threading
@@ -19,27 +20,35 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar, cast, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from hermes_benchmarks.errors import ResultsFileError
+from hermes_benchmarks.errors import OutputFolderError, ResultsFileError
 from hermes_sandbox.teardown import finish
 
 __all__ = [
+    "LOCK_FILE",
     "Attempt",
     "ErrorKind",
+    "FolderLock",
     "ResultT",
     "ResultsLog",
     "TrialKey",
     "TrialResult",
     "TrialStatus",
+    "failed_attempt",
     "infra_attempt",
 ]
 
 #: How a trial ended: the tests passed, they failed, or infrastructure stopped it.
 TrialStatus = Literal["pass", "fail", "infra_error"]
 
-#: What stopped a trial that has no verdict. None of these is the model's 0.
+#: Why a trial has no passing verdict. The scored kinds
+#: (:data:`~hermes_benchmarks.verdicts.SCORED_KINDS`: ``reward_missing``,
+#: ``reward_unreadable``, ``reward_tampered``, ``sandbox_died``, ``verifier_timeout``,
+#: ``tests_blocked``) go with status ``fail`` and reward 0; the others with
+#: ``infra_error`` (no reward, retried, never the model's 0).
 ErrorKind = Literal[
     "image_build",
     "sandbox_start",
+    "daemon",
     "model_endpoint",
     "agent_crash",
     "agent_timeout",
@@ -47,6 +56,9 @@ ErrorKind = Literal[
     "verifier_timeout",
     "reward_missing",
     "reward_unreadable",
+    "reward_tampered",
+    "sandbox_died",
+    "tests_blocked",
     "interrupted",
 ]
 
@@ -55,7 +67,14 @@ TrialKey = tuple[str, int]
 
 
 class Attempt(BaseModel):
-    """One try at a trial; a trial retried after infrastructure failures has several."""
+    """One try at a trial; a trial retried after infrastructure failures has several.
+
+    ``system_changes``: in shared mode on docker, the agent's changes to the system
+    outside its work directory (``"A /path"``, ``"C /path"``, ``"D /path"``; at most
+    200, ``system_changes_total`` counts them all), None where they were not looked at;
+    ``suspect_reasons``: the changes that can alter what the tests run (see
+    :mod:`hermes_benchmarks.changes`).
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -64,6 +83,9 @@ class Attempt(BaseModel):
     error_kind: ErrorKind | None = None
     error: str | None = None
     timings: dict[str, float] = Field(default_factory=dict)
+    system_changes: list[str] | None = None
+    system_changes_total: int = 0
+    suspect_reasons: list[str] = Field(default_factory=list)
 
 
 def infra_attempt(kind: str, message: str, timings: Mapping[str, float]) -> Attempt:
@@ -77,6 +99,15 @@ def infra_attempt(kind: str, message: str, timings: Mapping[str, float]) -> Atte
     )
 
 
+def failed_attempt(kind: str, message: str) -> Attempt:
+    """A scored failure: status ``fail``, reward 0, ``kind`` says how it failed.
+
+    Raises:
+        pydantic.ValidationError: ``kind`` is not an :data:`ErrorKind`.
+    """
+    return Attempt(status="fail", reward=0.0, error_kind=cast(ErrorKind, kind), error=message)
+
+
 class TrialResult(BaseModel):
     """A finished trial: its final status and every attempt that led to it.
 
@@ -84,7 +115,9 @@ class TrialResult(BaseModel):
     them all (the infrastructure failures before it included). ``reward`` is None exactly
     when ``status`` is ``"infra_error"``. ``artifacts``: the folder, relative to the run's
     ``output_dir``, holding what the trial kept from the agent's sandbox (see
-    :mod:`hermes_benchmarks.artifacts`), or None when nothing was kept.
+    :mod:`hermes_benchmarks.artifacts`), or None when nothing was kept. ``suspect``:
+    the last attempt's agent changed the system in a way that can alter what the tests
+    run (its ``suspect_reasons`` say how); a suspect pass is counted apart.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -103,6 +136,7 @@ class TrialResult(BaseModel):
     agent: str | None = None
     timings: dict[str, float] = Field(default_factory=dict)
     artifacts: str | None = None
+    suspect: bool = False
     extra: dict[str, Any] = Field(default_factory=dict)
 
     @property
@@ -135,12 +169,68 @@ class TrialResult(BaseModel):
             error=last.error,
             attempts=list(attempts),
             timings=dict(last.timings),
+            suspect=bool(last.suspect_reasons),
             **fields,
         )
 
 
 #: The kind of result a :class:`ResultsLog` holds (:class:`TrialResult` or a subclass).
 ResultT = TypeVar("ResultT", bound=TrialResult)
+
+
+#: The lock file of an output folder: held (``flock``) by the run writing into it.
+LOCK_FILE = ".hermes-bench.lock"
+
+
+class FolderLock:
+    """The exclusive lock of an output folder: one run writes into it at a time.
+
+    An ``flock`` on ``LOCK_FILE``, which holds the owner's pid for the message. The
+    kernel drops it when the owner's process ends (a crash or ``kill -9`` included), so
+    a lock left by a dead run never stops the next one.
+    """
+
+    def __init__(self, fd: int, path: Path) -> None:
+        self._fd: int | None = fd
+        self.path = path
+
+    @classmethod
+    def acquire(cls, folder: Path) -> FolderLock:
+        """Take ``folder``'s lock (blocking call; never waits for it).
+
+        Raises:
+            OutputFolderError: another run holds it (the message names its pid), or the
+                lock file cannot be made (the folder is read-only, say).
+        """
+        path = folder / LOCK_FILE
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as error:
+            raise OutputFolderError(
+                f"output folder {folder} cannot be written ({error.strerror}): make it "
+                "writable or choose another output_dir"
+            ) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            owner = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise OutputFolderError(
+                f"output folder {folder} is in use by another hermes-bench run (pid {owner}): "
+                "wait for it to end or choose another output_dir"
+            ) from None
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError:  # a full disk: the lock holds all the same
+            pass
+        return cls(fd, path)
+
+    def release(self) -> None:
+        """Let the folder go (idempotent)."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
 
 
 class ResultsLog(Generic[ResultT]):
@@ -155,6 +245,12 @@ class ResultsLog(Generic[ResultT]):
         self._finished = finished
         self._dropped_tail = dropped
         self._lock = threading.Lock()
+        self.folder_lock: FolderLock | None = None
+
+    def close(self) -> None:
+        """Release the output folder's lock, if this log holds it (idempotent)."""
+        if self.folder_lock is not None:
+            self.folder_lock.release()
 
     @overload
     @classmethod
@@ -182,8 +278,9 @@ class ResultsLog(Generic[ResultT]):
 
         Raises:
             ResultsFileError: the file exists and holds results but ``resume`` is false
-                (the message says to pass ``--resume`` or choose another output_dir), or a
-                line other than the last is not a ``model`` (the message names the line).
+                (the message says to pass ``--resume`` or choose another output_dir), a
+                line other than the last is not a ``model`` (the message names the line),
+                or a trial has two lines (two runs wrote to the file).
         """
         file = Path(path)
         file.parent.mkdir(parents=True, exist_ok=True)
@@ -294,7 +391,14 @@ def _read(file: Path, model: type[ResultT]) -> tuple[dict[TrialKey, ResultT], in
             # A complete JSON object without its newline: the write was cut just before
             # the newline, so the line never counted as finished. Run the trial again.
             return finished, offset, len(data) - offset
-        finished.setdefault(result.key, result)
+        if result.key in finished:
+            task, trial = result.key
+            raise ResultsFileError(
+                f"{file} line {number} is a second line for trial {trial} of {task}: two runs "
+                "wrote to this folder; keep one line per trial (or move the file away), "
+                "then resume"
+            )
+        finished[result.key] = result
         offset = end + 1
     return finished, offset, 0
 

@@ -25,12 +25,13 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel
 
 from hermes_benchmarks.agents import Agent
-from hermes_benchmarks.results import ResultsLog, ResultT, TrialResult
+from hermes_benchmarks.errors import OutputFolderError, ResultsFileError
+from hermes_benchmarks.results import FolderLock, ResultsLog, ResultT, TrialResult
 from hermes_benchmarks.summary import RunSummary, summarize
 from hermes_benchmarks.task import Task
 from hermes_benchmarks.trial import TrialSettings, run_trial
@@ -38,10 +39,12 @@ from hermes_sandbox import default_backends
 from hermes_sandbox.lifecycle import RUN_ID
 
 __all__ = [
+    "PLAN_FILE",
     "RESULTS_FILE",
     "RUNS_FILE",
     "SUMMARY_FILE",
     "RunProgress",
+    "check_plan",
     "clean_leftovers",
     "open_results",
     "record_run",
@@ -54,6 +57,8 @@ RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "summary.json"
 #: One sandbox run id per line: every process that ran trials into this output folder.
 RUNS_FILE = "runs.txt"
+#: What a benchmark run asked for (its trials per task and its tasks), for resuming.
+PLAN_FILE = "run.json"
 
 #: The summary a run writes (:class:`~hermes_benchmarks.summary.RunSummary` or another).
 SummaryT = TypeVar("SummaryT", bound=BaseModel)
@@ -156,8 +161,26 @@ def _open_results(
     backend: str,
     options: Mapping[str, Any] | None,
 ) -> ResultsLog[ResultT]:
-    log = ResultsLog.open(folder / RESULTS_FILE, resume=resume, model=model)
-    earlier_runs = record_run(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise OutputFolderError(
+            f"output folder {folder} cannot be made ({error.strerror}): choose another output_dir"
+        ) from None
+    lock = FolderLock.acquire(folder)
+    try:
+        log = ResultsLog.open(folder / RESULTS_FILE, resume=resume, model=model)
+        earlier_runs = record_run(folder)
+    except OSError as error:
+        lock.release()
+        raise OutputFolderError(
+            f"output folder {folder} cannot be written ({error.strerror}): free space or make "
+            "it writable, then run again"
+        ) from None
+    except BaseException:
+        lock.release()
+        raise
+    log.folder_lock = lock
     if resume:
         clean_leftovers(earlier_runs, backend=backend, options=options)
     return log
@@ -172,21 +195,72 @@ async def open_results(
     backend: str = "docker",
     options: Mapping[str, Any] | None = None,
 ) -> ResultsLog[ResultT]:
-    """Open ``folder/results.jsonl`` for a run and note this process in ``runs.txt``.
+    """Open ``folder/results.jsonl`` for a run, holding the folder's lock, and note this
+    process in ``runs.txt``.
 
-    With ``resume`` the results already in the file are read back (each as a ``model``),
-    a last line cut short by a kill is removed, and what the earlier runs into ``folder``
-    left on ``backend`` is removed (:func:`clean_leftovers`, with the run's sandbox
-    ``options``; ``base_url`` is added to them when given). Without it the file must
-    hold none.
+    Only one run writes into a folder at a time: the lock (``flock`` on
+    ``.hermes-bench.lock``) is held until the log is closed (:func:`run_jobs` closes it)
+    or this process ends, a crash included. With ``resume`` the results already in the
+    file are read back (each as a ``model``), a last line cut short by a kill is removed,
+    and what the earlier runs into ``folder`` left on ``backend`` is removed
+    (:func:`clean_leftovers`, with the run's sandbox ``options``; ``base_url`` is added to
+    them when given). Without it the file must hold none.
 
     Raises:
-        ResultsFileError: the file holds results and ``resume`` is false, or a line other
-            than the last is not a ``model``.
-        OSError: ``folder`` cannot be written.
+        OutputFolderError: another run holds the folder, or it cannot be written.
+        ResultsFileError: the file holds results and ``resume`` is false, a line other
+            than the last is not a ``model``, or a trial has two lines.
     """
     chosen = {**(options or {}), **({"base_url": base_url} if base_url else {})}
     return await asyncio.to_thread(_open_results, folder, model, resume, backend, chosen)
+
+
+def check_plan(folder: Path, plan: Mapping[str, Any], *, resume: bool) -> None:
+    """Keep ``plan`` (what the run is: ``n_trials`` per task and its ``tasks``) in
+    ``folder/run.json``; a resumed run must ask for the same tasks and at least as many
+    trials (more trials run the new ones: the file then holds the larger number).
+    Blocking.
+
+    Raises:
+        ResultsFileError: resuming a folder whose run asked for other tasks or more trials
+            (the message says what changed).
+        OutputFolderError: the folder cannot be written.
+    """
+    file = folder / PLAN_FILE
+    if resume and file.exists():
+        try:
+            earlier = json.loads(file.read_text())
+        except (OSError, ValueError):
+            earlier = None
+        if isinstance(earlier, dict):
+            same_tasks = earlier.get("tasks") == plan["tasks"]
+            more_trials = int(earlier.get("n_trials", 0)) <= int(plan["n_trials"])
+            if not (same_tasks and more_trials):
+                changed = [key for key in plan if earlier.get(key) != plan[key]]
+                what = ", ".join(
+                    f"{key} {_brief(earlier.get(key))} -> {_brief(plan[key])}" for key in changed
+                )
+                raise ResultsFileError(
+                    f"{folder} holds a run of other settings ({what}): resume it with the "
+                    "same tasks and at least its n_trials, or choose another output_dir"
+                )
+            if earlier == dict(plan):
+                return
+    try:
+        temporary = file.with_suffix(".json.tmp")
+        temporary.write_text(json.dumps(dict(plan), indent=2) + "\n")
+        os.replace(temporary, file)
+    except OSError as error:
+        raise OutputFolderError(
+            f"output folder {folder} cannot be written ({error.strerror}): free space or make "
+            "it writable, then run again"
+        ) from None
+
+
+def _brief(value: object) -> str:
+    if isinstance(value, list):
+        return f"[{len(value)} tasks]"
+    return str(value)
 
 
 async def run_jobs(
@@ -208,10 +282,14 @@ async def run_jobs(
 
     Raises:
         ValueError: ``max_concurrent`` is below 1.
-        ExceptionGroup: a job, an append or ``on_result`` raised (the other jobs are
-            cancelled; the summary is still written).
+        OutputFolderError: a line or the summary could not be written (a full or
+            read-only folder): the other jobs are cancelled, every line already written
+            is kept.
+        ExceptionGroup: a job or ``on_result`` raised (the other jobs are cancelled; the
+            summary is still written).
         asyncio.CancelledError: the run was cancelled (after the summary is written).
-        OSError: ``summary_file`` cannot be written.
+
+    The log is closed at the end (its folder's lock released).
     """
     if max_concurrent < 1:
         raise ValueError(f"max_concurrent must be at least 1, got {max_concurrent}")
@@ -220,17 +298,38 @@ async def run_jobs(
     async def one(job: Callable[[], Awaitable[ResultT]]) -> None:
         async with gate:
             result = await job()
-            await log.append_async(result)
+            try:
+                await log.append_async(result)
+            except OSError as error:
+                raise OutputFolderError(
+                    f"cannot write {log.path} ({error.strerror}): the run stopped; the "
+                    f"{len(log)} finished trials are kept in it; free space or make it "
+                    "writable, then finish with --env.resume true"
+                ) from None
         if on_result is not None:
             on_result(result)
 
+    failure: OutputFolderError | None = None
     try:
         async with asyncio.TaskGroup() as group:
             for job in jobs:
                 group.create_task(one(job))
+    except* OutputFolderError as group_error:
+        failure = cast(OutputFolderError, group_error.exceptions[0])
     finally:
-        summary = summarize(list(log))
-        await asyncio.shield(asyncio.to_thread(write_summary, summary_file, summary))
+        try:
+            summary = summarize(list(log))
+            await asyncio.shield(asyncio.to_thread(write_summary, summary_file, summary))
+        except OSError as error:
+            failure = failure or OutputFolderError(
+                f"cannot write {summary_file} ({error.strerror}): the {len(log)} finished "
+                f"trials are kept in {log.path}; free space or make it writable, then "
+                "finish with --env.resume true"
+            )
+        finally:
+            log.close()
+    if failure is not None:
+        raise failure
     return summary
 
 
@@ -255,9 +354,12 @@ async def run_benchmark(
 
     Raises:
         ValueError: ``n_trials`` or ``max_concurrent_tasks`` is below 1.
-        ResultsFileError: ``results.jsonl`` holds results and ``resume`` is false, or it
-            holds a line that is not a trial result.
-        OSError: the output folder cannot be written.
+        ResultsFileError: ``results.jsonl`` holds results and ``resume`` is false, it
+            holds a line that is not a trial result or two lines for one trial, or the
+            run resumed asks for other trials or tasks than the folder's run
+            (``run.json``).
+        OutputFolderError: another run writes into the folder, or it cannot be written
+            (then the run stops, every finished line kept).
     """
     if n_trials < 1:
         raise ValueError(f"n_trials must be at least 1, got {n_trials}")
@@ -271,6 +373,22 @@ async def run_benchmark(
         backend=settings.backend,
         options=settings.sandbox_options,
     )
+    names = sorted(task.name for task in tasks)
+    plan = {"n_trials": n_trials, "tasks": names}
+    try:
+        await asyncio.to_thread(check_plan, folder, plan, resume=resume)
+        stray = sorted({key for key in log.finished if key[0] not in names})
+        stray += [key for key in log.finished if key[1] >= n_trials and key not in stray]
+        if stray:
+            task_name, trial = stray[0]
+            raise ResultsFileError(
+                f"{folder / RESULTS_FILE} holds trial {trial} of {task_name}, which this run "
+                "does not ask for: resume with the same n_trials and tasks, or choose "
+                "another output_dir"
+            )
+    except BaseException:
+        log.close()
+        raise
     progress = RunProgress.resuming(len(tasks) * n_trials, log)
     if on_progress is not None:
         on_progress(progress, None)

@@ -1,7 +1,10 @@
 """What a run amounts to: per task, per difficulty tier and overall, infra failures apart.
 
 Scores are computed over *scored* trials only (``pass`` or ``fail``); a trial that ended
-in ``infra_error`` has no verdict, is counted on its own, and never lowers a mean.
+in ``infra_error`` has no verdict, is counted on its own, and never lowers a mean. A pass
+whose trial is ``suspect`` (the agent changed what the tests run; shared mode) is counted
+among the passes and again apart (``suspect_passed``); ``clean_pass_rate`` is the share
+of scored trials that passed without being suspect.
 ``pass@k`` is the unbiased estimator ``1 - C(n-c, k) / C(n, k)`` over a task's ``n``
 scored trials of which ``c`` passed, averaged over the tasks with at least ``k`` of them.
 """
@@ -47,6 +50,8 @@ class TaskSummary(BaseModel):
     mean_reward: float | None
     pass_at_k: dict[int, float] = Field(default_factory=dict)
     error_kinds: dict[str, int] = Field(default_factory=dict)
+    suspect_passed: int = 0
+    failure_kinds: dict[str, int] = Field(default_factory=dict)
 
 
 class GroupSummary(BaseModel):
@@ -62,6 +67,9 @@ class GroupSummary(BaseModel):
     infra_errors: int
     mean_reward: float | None
     pass_at_k: dict[int, float] = Field(default_factory=dict)
+    suspect_passed: int = 0
+    pass_rate: float | None = None
+    clean_pass_rate: float | None = None
 
 
 class RunSummary(BaseModel):
@@ -74,6 +82,7 @@ class RunSummary(BaseModel):
     tasks: list[TaskSummary]
     error_kinds: dict[str, int]
     unscored_tasks: list[str]
+    failure_kinds: dict[str, int] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -89,6 +98,7 @@ def _task_summary(task: str, results: Sequence[TrialResult], ks: Sequence[int]) 
     kinds = Counter(
         str(r.error_kind) for r in results if r.status == "infra_error" and r.error_kind
     )
+    failures = Counter(str(r.error_kind) for r in scored if r.error_kind)
     return TaskSummary(
         task=task,
         difficulty=difficulty,
@@ -99,6 +109,8 @@ def _task_summary(task: str, results: Sequence[TrialResult], ks: Sequence[int]) 
         mean_reward=sum(rewards) / len(rewards) if rewards else None,
         pass_at_k={k: pass_at_k(len(scored), passed, k) for k in ks if k <= len(scored)},
         error_kinds=dict(kinds),
+        suspect_passed=sum(1 for r in scored if r.status == "pass" and r.suspect),
+        failure_kinds=dict(failures),
     )
 
 
@@ -110,15 +122,20 @@ def _group(tasks: Sequence[TaskSummary], results: Sequence[TrialResult]) -> Grou
     for k in ks:
         values = [t.pass_at_k[k] for t in tasks if k in t.pass_at_k]
         at_k[k] = sum(values) / len(values)
+    passed = sum(1 for r in scored if r.status == "pass")
+    suspect = sum(1 for r in scored if r.status == "pass" and r.suspect)
     return GroupSummary(
         tasks=len(tasks),
         trials=len(results),
         scored=len(scored),
-        passed=sum(1 for r in scored if r.status == "pass"),
+        passed=passed,
         failed=sum(1 for r in scored if r.status == "fail"),
         infra_errors=len(results) - len(scored),
         mean_reward=sum(rewards) / len(rewards) if rewards else None,
         pass_at_k=at_k,
+        suspect_passed=suspect,
+        pass_rate=passed / len(scored) if scored else None,
+        clean_pass_rate=(passed - suspect) / len(scored) if scored else None,
     )
 
 
@@ -160,5 +177,10 @@ def summarize(
         tasks=summaries,
         error_kinds=dict(kinds),
         unscored_tasks=[s.task for s in summaries if s.scored == 0],
+        failure_kinds=dict(
+            Counter(
+                str(r.error_kind) for r in all_results if r.status != "infra_error" and r.error_kind
+            )
+        ),
         notes=list(notes),
     )

@@ -20,9 +20,10 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import os
+import re
 import tomllib
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
@@ -36,11 +37,13 @@ from pydantic import (
 )
 
 from hermes_benchmarks.errors import TaskError
+from hermes_sandbox import SandboxOptions
 
 __all__ = [
     "AgentSection",
     "ArtifactSpec",
     "EnvironmentSection",
+    "SolutionSection",
     "Task",
     "TaskConfig",
     "TaskMetadata",
@@ -48,6 +51,7 @@ __all__ = [
     "load_task",
     "load_tasks",
     "select_tasks",
+    "user_option",
 ]
 
 
@@ -65,9 +69,17 @@ class TaskMetadata(_Section):
 
 
 class AgentSection(_Section):
-    """``[agent]``: how long the agent may work."""
+    """``[agent]``: how long the agent may work, and as whom (``user``: a name or uid;
+    None: the image's ``USER``)."""
 
     timeout_sec: float = Field(default=600.0, gt=0)
+    user: str | int | None = None
+
+
+class SolutionSection(_Section):
+    """``[solution]``: ``env``, variables the oracle's ``solve.sh`` runs with."""
+
+    env: dict[str, str] = Field(default_factory=dict)
 
 
 class EnvironmentSection(_Section):
@@ -80,6 +92,15 @@ class EnvironmentSection(_Section):
     docker_image: str | None = None
     network_mode: str | None = None
     allow_internet: bool = True
+    env: dict[str, str] = Field(default_factory=dict)
+    workdir: str | None = None
+
+    @field_validator("workdir")
+    @classmethod
+    def _absolute_workdir(cls, path: str | None) -> str | None:
+        if path is not None and not PurePosixPath(path).is_absolute():
+            raise ValueError(f"workdir must be an absolute path, got {path!r}")
+        return path
 
 
 class VerifierSection(_Section):
@@ -95,6 +116,7 @@ class VerifierSection(_Section):
     timeout_sec: float = Field(default=600.0, gt=0)
     environment_mode: Literal["shared", "separate"] = "shared"
     env: dict[str, str] = Field(default_factory=dict)
+    user: str | int | None = None
     environment: EnvironmentSection | None = None
 
     @model_validator(mode="before")
@@ -166,6 +188,7 @@ class TaskConfig(_Section):
     agent: AgentSection = Field(default_factory=AgentSection)
     verifier: VerifierSection = Field(default_factory=VerifierSection)
     environment: EnvironmentSection = Field(default_factory=EnvironmentSection)
+    solution: SolutionSection = Field(default_factory=SolutionSection)
     artifacts: list[ArtifactSpec] = Field(default_factory=list)
 
     @field_validator("artifacts", mode="before")
@@ -229,9 +252,55 @@ class Task:
         """
         return _tree_hash(self.environment_dir, self.config.environment.docker_image)
 
+    def resolved_env(
+        self,
+        section: Literal["environment", "solution", "verifier"],
+        environ: Mapping[str, str] | None = None,
+    ) -> dict[str, str]:
+        """A section's ``env`` with harbor's templates filled from ``environ`` (default:
+        the host's environment, read, never written): ``${VAR}`` and ``${VAR:-default}``.
+
+        Raises:
+            TaskError: a ``${VAR}`` without a default names a variable ``environ`` lacks.
+        """
+        source = os.environ if environ is None else environ
+        raw = getattr(self.config, section).env
+        return {name: _fill(value, name, section, self.name, source) for name, value in raw.items()}
+
     def tests_hash(self) -> str:
         """A hash of every file of ``tests/`` (the verifier image's build context)."""
         return _tree_hash(self.tests_dir, None)
+
+
+_TEMPLATE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def _fill(value: str, name: str, section: str, task: str, environ: Mapping[str, str]) -> str:
+    def one(match: re.Match[str]) -> str:
+        variable, default = match.group(1), match.group(2)
+        found = environ.get(variable)
+        if found is not None:
+            return found
+        if default is not None:
+            return default
+        raise TaskError(
+            f"task {task}: [{section}.env] {name} needs ${{{variable}}} from the host's "
+            f"environment: set {variable} or give a default (${{{variable}:-value}})"
+        )
+
+    return _TEMPLATE.sub(one, value)
+
+
+def user_option(user: str | int | None) -> dict[str, str]:
+    """The ``create_sandbox`` option that runs commands as ``user`` (empty for None).
+
+    ADAPTER (issue 21): the docker backend's per-sandbox ``user`` option comes with the
+    backend's exec change; until ``SandboxOptions`` has a ``user`` field the task's user
+    is not applied (commands run as the image's ``USER``) and this returns nothing.
+    """
+    if user is None or "user" not in {f.name for f in fields(SandboxOptions)}:
+        return {}
+    return {"user": str(user)}
 
 
 def _tree_hash(root: Path, docker_image: str | None) -> str:

@@ -7,20 +7,26 @@ failure kind it stops the attempt with:
 
 1. image: :func:`~hermes_benchmarks.images.prepare_task_image` (cached; built on docker,
    or by Modal or Daytona when they are the backend) — ``image_build``;
-2. sandbox on the chosen backend from that image, with the task's CPUs and memory and the
-   network off — ``sandbox_start``;
+2. sandbox on the chosen backend from that image, with the task's CPUs and memory, its
+   ``[environment] env`` and ``workdir`` (none: where the image says) — ``sandbox_start``;
 3. the agent on the instruction, cancelled at ``[agent] timeout_sec`` x multiplier; it
    raising :class:`TrialInfraError` keeps its kind (``model_endpoint``), anything else
-   is ``agent_crash``;
-4. every process the agent's commands started is killed (``stop_processes``);
-5. the artifacts are kept (:func:`~hermes_benchmarks.artifacts.collect_artifacts`:
+   is ``agent_crash``. The processes it started keep running (services the tests probe,
+   as in harbor);
+4. the artifacts are kept (:func:`~hermes_benchmarks.artifacts.collect_artifacts`:
    ``/logs/artifacts`` and the declared ones) when the run keeps them (``output_dir``)
    or the task verifies separately;
-6. the verifier: shared mode, in the same sandbox
-   (:func:`~hermes_benchmarks.verifier.verify`); separate mode, the agent's sandbox is
-   closed and the tests run in a fresh one holding only the kept artifacts
-   (:func:`~hermes_benchmarks.verifier.verify_separately`) — ``verifier_crash``,
-   ``verifier_timeout``, ``reward_missing``, ``reward_unreadable``.
+5. shared mode: the agent's changes to the system are read from the daemon
+   (:func:`~hermes_benchmarks.changes.system_changes`, the ``integrity`` timing) and the
+   tests run in the same sandbox (:func:`~hermes_benchmarks.verifier.verify`, reward read
+   twice); separate mode: the agent's sandbox is closed and the tests run in a fresh one
+   holding only the kept artifacts (:func:`~hermes_benchmarks.verifier.verify_separately`).
+
+What the agent did is scored: a verifier that ends without a readable reward, a reward
+changed after the tests, tests past their timeout, and a sandbox stopped from inside
+while its daemon answers (the agent killed its keeper) are a ``fail`` with reward 0 and
+their ``error_kind`` (:data:`~hermes_benchmarks.verdicts.SCORED_KINDS`). Only what the
+infrastructure did is an ``infra_error``.
 
 The sandboxes are closed whatever happens (cancellation included). Infrastructure
 failures are retried ``infra_retries`` times; every attempt is kept in the result. With
@@ -49,9 +55,16 @@ from typing import Any
 
 from hermes_benchmarks.agents import Agent
 from hermes_benchmarks.artifacts import ArtifactManifest, collect_artifacts, promote_folder
-from hermes_benchmarks.errors import ImageError, TrialInfraError
+from hermes_benchmarks.changes import SystemChanges, system_changes
+from hermes_benchmarks.errors import ImageError, TaskError, TrialInfraError
 from hermes_benchmarks.images import TaskImage, prepare_task_image
-from hermes_benchmarks.results import Attempt, TrialResult, TrialStatus, infra_attempt
+from hermes_benchmarks.results import (
+    Attempt,
+    TrialResult,
+    TrialStatus,
+    failed_attempt,
+    infra_attempt,
+)
 from hermes_benchmarks.sandboxes import (
     allows_internet,
     close_fully,
@@ -59,8 +72,9 @@ from hermes_benchmarks.sandboxes import (
     start_sandbox,
 )
 from hermes_benchmarks.settings import TrialSettings
-from hermes_benchmarks.task import Task
-from hermes_benchmarks.verifier import verify, verify_separately
+from hermes_benchmarks.task import Task, user_option
+from hermes_benchmarks.verdicts import ScoredFailure, sandbox_gone
+from hermes_benchmarks.verifier import REWARD_SETTLE, verify, verify_separately
 from hermes_sandbox import Sandbox, SandboxError
 
 __all__ = ["ARTIFACTS_DIR", "TrialSettings", "reverify_trial", "run_attempt", "run_trial"]
@@ -139,6 +153,41 @@ async def _keep(
         return None
 
 
+def _task_options(task: Task, settings: TrialSettings) -> dict[str, Any]:
+    """The sandbox options: the run's, with the task's ``[environment] env`` and
+    ``workdir`` and the agent's ``user``. No workdir: commands start where the image
+    says (the backend's choice)."""
+    options = dict(settings.sandbox_options)
+    environment = task.config.environment
+    if environment.env:
+        options["env"] = {**dict(options.get("env") or {}), **task.resolved_env("environment")}
+    if environment.workdir:
+        options["workdir"] = environment.workdir
+    options.update(user_option(task.config.agent.user))
+    return options
+
+
+async def _attributed(sandbox: Sandbox | None, error: Exception, kind: str) -> Attempt | None:
+    """A scored ``sandbox_died`` attempt when ``sandbox`` is gone while its backend
+    answers (the agent stopped it from inside); None when the failure stays ``kind``."""
+    if sandbox is not None and await sandbox_gone(sandbox):
+        return failed_attempt(
+            "sandbox_died", f"the agent's sandbox stopped during the trial ({kind}: {error})"
+        )
+    return None
+
+
+async def _finish(diffing: asyncio.Future[SystemChanges | None]) -> SystemChanges | None:
+    """The changes read, or None when reading them failed or was not needed (it is
+    cancelled if still under way)."""
+    if not diffing.done():
+        diffing.cancel()
+    await asyncio.wait({diffing})
+    if diffing.cancelled() or diffing.exception() is not None:
+        return None
+    return diffing.result()
+
+
 async def run_attempt(
     task: Task,
     agent: Agent,
@@ -151,8 +200,10 @@ async def run_attempt(
     manifest of the artifacts kept in ``staging`` (None when none were kept).
 
     ``staging``: the folder to keep the artifacts in; required for a separate-mode task.
-    Never raises for infrastructure failures (they are the attempt's ``infra_error``);
-    only cancellation propagates, after every sandbox is closed.
+    Never raises for infrastructure failures (they are the attempt's ``infra_error``) or
+    scored failures (status ``fail``, reward 0, an ``error_kind``); only cancellation
+    propagates, after every sandbox is closed. In shared mode on docker the attempt
+    holds the agent's system changes and the reasons they make it suspect.
 
     Raises:
         ValueError: the task verifies separately and no ``staging`` folder is given.
@@ -167,15 +218,18 @@ async def run_attempt(
     sandbox: Sandbox | None = None
     timed_out = False
     manifest: ArtifactManifest | None = None
+    changes: SystemChanges | None = None
+    diffing: asyncio.Future[SystemChanges | None] | None = None
     try:
         try:
             image = await _image(task, settings)
         finally:
             clock.lap("image")
         try:
+            options = _task_options(task, settings)
             sandbox = await start_sandbox(
                 settings.backend,
-                settings.sandbox_options,
+                options,
                 task_id=task_id,
                 cpus=config.environment.cpus,
                 memory_mb=config.environment.memory_mb,
@@ -183,15 +237,19 @@ async def run_attempt(
                 lifetime=agent_timeout + (0.0 if separate else verifier_timeout),
                 network=sandbox_network(allows_internet(config.environment), settings.network),
             )
-        except (SandboxError, ValueError) as error:
+        except (SandboxError, ValueError, TaskError) as error:
             raise TrialInfraError("sandbox_start", f"{type(error).__name__}: {error}") from None
         finally:
             clock.lap("sandbox_start")
         try:
             timed_out = await _agent(agent, task, sandbox, agent_timeout)
-            await sandbox.stop_processes()
         finally:
             clock.lap("agent")
+        if not separate:
+            # The agent's changes are read (through the daemon) while its artifacts are
+            # kept and the tests put in place, and before the tests start (so that
+            # nothing the tests write is counted).
+            diffing = asyncio.ensure_future(system_changes(sandbox))
         if staging is not None:
             try:
                 manifest = await _keep(task, sandbox, staging, separate)
@@ -205,26 +263,53 @@ async def run_attempt(
                 task, staging, manifest, settings, task_id=f"{task_id}-v", lap=clock.lap
             )
         else:
+            if diffing is None:
+                diffing = asyncio.ensure_future(system_changes(sandbox))
             try:
-                reward = await verify(task, sandbox, timeout=verifier_timeout)
+                reward = await verify(
+                    task,
+                    sandbox,
+                    timeout=verifier_timeout,
+                    settle=REWARD_SETTLE,
+                    before_tests=diffing,
+                    lap=clock.lap,
+                )
             except SandboxError as error:
                 raise TrialInfraError(
                     "verifier_crash", f"{type(error).__name__}: {error}"
                 ) from None
             finally:
+                changes = await _finish(diffing)
                 clock.lap("verifier")
+    except ScoredFailure as failure:
+        attempt = failed_attempt(failure.kind, str(failure))
     except TrialInfraError as error:
-        attempt = infra_attempt(error.kind, str(error), clock.timings)
-    except SandboxError as error:  # the sandbox died under the agent or while stopping it
-        attempt = infra_attempt("agent_crash", f"{type(error).__name__}: {error}", clock.timings)
+        died = None
+        if error.kind in ("agent_crash", "verifier_crash"):
+            died = await _attributed(sandbox, error, error.kind)
+        attempt = died or infra_attempt(error.kind, str(error), clock.timings)
+    except SandboxError as error:  # the sandbox failed under the agent or its artifacts
+        died = await _attributed(sandbox, error, "agent_crash")
+        attempt = died or infra_attempt(
+            "agent_crash", f"{type(error).__name__}: {error}", clock.timings
+        )
     else:
         status: TrialStatus = "pass" if reward >= 1.0 else "fail"
         attempt = Attempt(status=status, reward=reward, timings=clock.timings)
     finally:
+        if diffing is not None and not diffing.done():
+            await _finish(diffing)
         if sandbox is not None:
             await _close(sandbox, task_id)
             clock.lap("teardown")
-    return attempt.model_copy(update={"timings": dict(clock.timings)}), timed_out, manifest
+    update: dict[str, Any] = {"timings": dict(clock.timings)}
+    if changes is not None:
+        update.update(
+            system_changes=changes.changes,
+            system_changes_total=changes.total,
+            suspect_reasons=changes.reasons,
+        )
+    return attempt.model_copy(update=update), timed_out, manifest
 
 
 async def run_trial(
@@ -322,6 +407,9 @@ async def reverify_trial(
             reward = await verify_separately(
                 task, folder, manifest, settings, task_id=task_id, lap=clock.lap
             )
+        except ScoredFailure as failure:
+            attempt = failed_attempt(failure.kind, str(failure))
+            attempt = attempt.model_copy(update={"timings": dict(clock.timings)})
         except TrialInfraError as error:
             attempt = infra_attempt(error.kind, str(error), clock.timings)
         else:

@@ -1,12 +1,14 @@
 """Running a task's tests: in the agent's sandbox (shared mode) or in a fresh one (separate).
 
-Verification that cannot be gamed. Shared mode (:func:`verify`): the caller has already
-killed every process the agent started (``Sandbox.stop_processes``); here
-``/logs/verifier`` is emptied and ``/tests`` removed and uploaded fresh from the task
-folder (the agent never saw them), then ``bash /tests/test.sh`` runs in a fresh bash
-outside the agent's shell session (no variable, function or ``PATH`` change of the agent
-reaches it) under the verifier's timeout. The reward is read from what the tests wrote; a
-missing or unreadable reward is a verifier failure, never a 0.
+Shared mode (:func:`verify`), as harbor runs it: the agent's processes (the services
+it started) keep running; ``/logs/verifier`` is emptied and ``/tests`` removed and
+uploaded fresh from the task folder (the agent never saw them), then ``/bin/bash
+/tests/test.sh`` runs outside the agent's shell session (no variable, function or
+``PATH`` change of the agent's session reaches it) under the verifier's timeout. The
+reward is read at the instant the tests end and again :data:`REWARD_SETTLE` seconds
+later (content and time stamp): a change is a process of the agent writing it, and the
+trial fails (``reward_tampered``). A missing or unreadable reward is the tests' verdict:
+a scored 0 (see :mod:`hermes_benchmarks.verdicts`).
 
 Separate mode (:func:`verify_separately`): the tests run in a new sandbox from the
 verifier's image (:func:`~hermes_benchmarks.images.build_verifier_image`) with the
@@ -17,10 +19,13 @@ else the agent did — files, processes, a planted ``/tests`` or reward — can 
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import logging
 import shlex
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from hermes_benchmarks.artifacts import ArtifactManifest, restore_artifacts
 from hermes_benchmarks.errors import ArtifactsError, ImageError, RewardError, TrialInfraError
@@ -29,9 +34,11 @@ from hermes_benchmarks.reward import REWARD_FILES, parse_reward
 from hermes_benchmarks.sandboxes import close_fully, start_sandbox
 from hermes_benchmarks.settings import TrialSettings
 from hermes_benchmarks.task import Task
+from hermes_benchmarks.verdicts import ScoredFailure, backend_answers, sandbox_gone
 from hermes_sandbox import Sandbox, SandboxError
+from hermes_sandbox.backends.docker import DockerDaemon
 
-__all__ = ["TESTS_DIR", "VERIFIER_DIR", "verify", "verify_separately"]
+__all__ = ["REWARD_SETTLE", "TESTS_DIR", "VERIFIER_DIR", "verify", "verify_separately"]
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +48,11 @@ TESTS_DIR = "/tests"
 VERIFIER_DIR = "/logs/verifier"
 #: Seconds allowed for emptying the verifier's folders before the tests run.
 PREPARE_TIMEOUT = 60.0
+#: Seconds between the two reads of the reward in shared mode (a change is tampering).
+REWARD_SETTLE = 0.25
+#: The shell the tests run in: an absolute path, not whatever ``bash`` the agent put
+#: earlier on PATH.
+TEST_SHELL = "/bin/bash"
 
 
 def _tail(text: str, limit: int = 300) -> str:
@@ -48,60 +60,155 @@ def _tail(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else "..." + text[-limit:]
 
 
-async def verify(
-    task: Task, sandbox: Sandbox, *, timeout: float, upload_tests: bool = True
-) -> float:
-    """Run ``task``'s tests in ``sandbox`` and return the reward they wrote.
+def _exec_user(sandbox: Sandbox, user: str | int | None) -> dict[str, Any]:
+    """The ``exec`` keyword that runs the tests as ``[verifier] user`` (empty for None).
 
-    ``upload_tests=False``: the sandbox's image owns ``/tests`` (a verifier image built
-    from ``tests/Dockerfile``); it is left as it is and must hold ``test.sh``.
-
-    Raises:
-        TrialInfraError: kind ``verifier_timeout`` when the tests ran past ``timeout``;
-            ``verifier_crash`` when the verifier's folders could not be prepared, the
-            image owns no ``/tests/test.sh``, or the tests exited non-zero without a
-            reward; ``reward_missing`` / ``reward_unreadable`` when they exited cleanly
-            without a readable one.
-        SandboxError: the sandbox failed under the verifier (the caller's infra failure).
+    ADAPTER (issue 21): a per-command ``user`` of ``Sandbox.exec`` comes with the
+    backend's exec change; until ``exec`` takes one, the tests run as the image's
+    ``USER`` and this returns nothing.
     """
-    if upload_tests:
-        prepare = f"rm -rf {VERIFIER_DIR} {TESTS_DIR} && mkdir -p {VERIFIER_DIR} {TESTS_DIR}"
-    else:
-        prepare = (
-            f"rm -rf {VERIFIER_DIR} && mkdir -p {VERIFIER_DIR} && {{ [ -f {TESTS_DIR}/test.sh ]"
-            f" || {{ echo 'the verifier image has no {TESTS_DIR}/test.sh: its Dockerfile must "
-            f"COPY the tests there'; exit 1; }}; }}"
-        )
-    prepared = await sandbox.exec(prepare, timeout=PREPARE_TIMEOUT, session=False)
-    if prepared.exit_code != 0:
-        raise TrialInfraError(
-            "verifier_crash",
-            f"could not prepare {VERIFIER_DIR} and {TESTS_DIR}: {_tail(prepared.output)}",
-        )
-    if upload_tests:
-        await sandbox.upload_dir(task.tests_dir, TESTS_DIR)
-    exports = "".join(
-        f"export {name}={shlex.quote(value)}; " for name, value in task.config.verifier.env.items()
-    )
-    ran = await sandbox.exec(f"{exports}bash {TESTS_DIR}/test.sh", timeout=timeout, session=False)
-    if ran.timed_out:
-        raise TrialInfraError("verifier_timeout", f"the tests ran past their {timeout:g}s timeout")
+    if user is None or "user" not in inspect.signature(sandbox.exec).parameters:
+        return {}
+    return {"user": str(user)}
+
+
+async def _reward_files(sandbox: Sandbox) -> dict[str, bytes | None]:
     files: dict[str, bytes | None] = {}
     for name in REWARD_FILES:
         try:
             files[name] = await sandbox.read_file(f"{VERIFIER_DIR}/{name}")
         except (FileNotFoundError, IsADirectoryError):
             files[name] = None
+    return files
+
+
+async def _reward_times(sandbox: Sandbox) -> dict[str, str | None]:
+    """The modification times of the reward files (docker only; empty elsewhere)."""
+    container = getattr(sandbox, "container_id", None)
+    if sandbox.backend != "docker" or not isinstance(container, str):
+        return {}
+    base_url = sandbox.options.extra.get("base_url")
+    daemon = await DockerDaemon.connect(base_url if isinstance(base_url, str) else None)
+    try:
+        times: dict[str, str | None] = {}
+        for name in REWARD_FILES:
+            stat = await daemon.stat(container, f"{VERIFIER_DIR}/{name}")
+            times[name] = None if stat is None else str(stat.get("mtime"))
+        return times
+    finally:
+        daemon.close()
+
+
+async def _reward_state(
+    sandbox: Sandbox, timed: bool
+) -> tuple[dict[str, bytes | None], dict[str, str | None]]:
+    times = await _reward_times(sandbox) if timed else {}
+    return await _reward_files(sandbox), times
+
+
+async def verify(
+    task: Task,
+    sandbox: Sandbox,
+    *,
+    timeout: float,
+    upload_tests: bool = True,
+    settle: float = 0.0,
+    before_tests: Awaitable[object] | None = None,
+    lap: Callable[[str], None] | None = None,
+) -> float:
+    """Run ``task``'s tests in ``sandbox`` and return the reward they wrote.
+
+    ``upload_tests=False``: the sandbox's image owns ``/tests`` (a verifier image built
+    from ``tests/Dockerfile``); it is left as it is and must hold ``test.sh``.
+    ``settle``: when positive (shared mode, where the agent's processes still run), the
+    reward is read at the instant the tests end and again ``settle`` seconds later; a
+    change of its content or of its time stamp is tampering. ``before_tests``: awaited
+    once the tests are in place, before they start (work that must see the sandbox as
+    the agent left it, done meanwhile). ``lap`` is called with ``verifier`` and
+    ``integrity`` as each piece ends (the wait for ``before_tests`` and the second read
+    are ``integrity``).
+
+    Raises:
+        ScoredFailure: kind ``reward_missing`` / ``reward_unreadable`` when the tests
+            ended without a readable reward (whatever their exit status),
+            ``verifier_timeout`` when they ran past ``timeout`` while the sandbox's
+            backend answers, ``reward_tampered`` when the reward changed after they
+            ended, ``tests_blocked`` when the agent's sandbox refused the verifier's
+            folders (``upload_tests`` and ``settle`` given: shared mode).
+        TrialInfraError: kind ``verifier_crash`` when the verifier's folders could not
+            be prepared in a fresh sandbox or the image owns no ``/tests/test.sh``;
+            ``daemon`` when the tests timed out and the backend does not answer.
+        SandboxError: the sandbox failed under the verifier (the caller attributes it);
+            also what ``before_tests`` raised.
+    """
+    tick = lap or (lambda _step: None)
+    # The old folder is moved away in one step before it is removed, so a process
+    # writing into it cannot make the removal fail (it then writes into the new one,
+    # which the second read of the reward catches).
+    fresh = (
+        f'old={VERIFIER_DIR}.old-$$; rm -rf "$old"; '
+        f'{{ [ ! -e {VERIFIER_DIR} ] || mv -T {VERIFIER_DIR} "$old"; }} && rm -rf "$old"'
+    )
+    if upload_tests:
+        prepare = f"{fresh} && rm -rf {TESTS_DIR} && mkdir -p {VERIFIER_DIR} {TESTS_DIR}"
+    else:
+        prepare = (
+            f"{fresh} && mkdir -p {VERIFIER_DIR} && {{ [ -f {TESTS_DIR}/test.sh ]"
+            f" || {{ echo 'the verifier image has no {TESTS_DIR}/test.sh: its Dockerfile must "
+            f"COPY the tests there'; exit 1; }}; }}"
+        )
+    prepared = await sandbox.exec(prepare, timeout=PREPARE_TIMEOUT, session=False)
+    if prepared.exit_code != 0:
+        message = f"could not prepare {VERIFIER_DIR} and {TESTS_DIR}: {_tail(prepared.output)}"
+        if upload_tests and settle > 0:
+            raise ScoredFailure("tests_blocked", f"the agent's sandbox {message}")
+        raise TrialInfraError("verifier_crash", message)
+    if upload_tests:
+        await sandbox.upload_dir(task.tests_dir, TESTS_DIR)
+    if before_tests is not None:
+        tick("verifier")
+        await before_tests
+        tick("integrity")
+    exports = "".join(
+        f"export {name}={shlex.quote(value)}; "
+        for name, value in task.resolved_env("verifier").items()
+    )
+    ran = await sandbox.exec(
+        f"{exports}{TEST_SHELL} {TESTS_DIR}/test.sh",
+        timeout=timeout,
+        session=False,
+        **_exec_user(sandbox, task.config.verifier.user),
+    )
+    if ran.timed_out:
+        if sandbox.backend == "docker" and not await backend_answers(sandbox):
+            raise TrialInfraError(
+                "daemon", f"the tests ran past their {timeout:g}s timeout and the daemon is gone"
+            )
+        raise ScoredFailure("verifier_timeout", f"the tests ran past their {timeout:g}s timeout")
+    tick("verifier")
+    files, times = await _reward_state(sandbox, settle > 0)
+    if settle > 0:
+        await asyncio.sleep(settle)
+        later_files, later_times = await _reward_state(sandbox, True)
+        if later_files != files or later_times != times:
+            changed = [
+                n
+                for n in REWARD_FILES
+                if later_files.get(n) != files.get(n) or later_times.get(n) != times.get(n)
+            ]
+            raise ScoredFailure(
+                "reward_tampered",
+                f"{VERIFIER_DIR}/{changed[0]} changed after the tests ended: a process the "
+                "agent left running writes it",
+            )
+        tick("integrity")
     try:
         return parse_reward(files)
     except RewardError as error:
-        if ran.exit_code != 0 and error.kind == "reward_missing":
-            raise TrialInfraError(
-                "verifier_crash",
-                f"the tests exited with status {ran.exit_code} and wrote no reward: "
-                f"{_tail(ran.output)}",
-            ) from None
-        raise TrialInfraError(error.kind, str(error)) from None
+        detail = f" (the tests exited with status {ran.exit_code}: {_tail(ran.output)})"
+        raise ScoredFailure(
+            error.kind, str(error) + (detail if ran.exit_code != 0 else "")
+        ) from None
 
 
 async def verify_separately(
@@ -168,6 +275,12 @@ async def verify_separately(
     except ArtifactsError as error:
         raise TrialInfraError("verifier_crash", str(error)) from None
     except SandboxError as error:
+        if await sandbox_gone(sandbox):
+            raise ScoredFailure(
+                "sandbox_died",
+                f"the verifier's sandbox stopped under the tests run on the agent's artifacts: "
+                f"{type(error).__name__}: {error}",
+            ) from None
         raise TrialInfraError("verifier_crash", f"{type(error).__name__}: {error}") from None
     finally:
         try:

@@ -1,0 +1,1 @@
+[ "$(cat /app/answer.txt 2>/dev/null)" = solved ]

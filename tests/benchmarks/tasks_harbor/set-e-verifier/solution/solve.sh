@@ -1,0 +1,2 @@
+#!/bin/bash
+printf 'mode=fast\nworkers=4\n' > /app/config.ini
