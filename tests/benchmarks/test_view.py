@@ -171,6 +171,12 @@ def real_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     wrong.write_text(
         "#!/bin/bash\necho 'writing the wrong greeting'\necho 'goodbye' > /app/greeting.txt\n"
     )
+    test = tasks / "write-greeting" / "tests" / "test.sh"
+    test.write_text(
+        test.read_text().replace(
+            "# Pass when", 'echo "the greeting reads: $(cat /app/greeting.txt)"\n# Pass when'
+        )
+    )
     out = tmp_path_factory.mktemp("run")
     done = bench(
         "terminalbench2",
@@ -244,6 +250,16 @@ async def test_the_page_of_a_real_run_in_chromium(real_run: Path, served: str, h
             assert title.startswith("write-greeting #0")
             assert "fail" in title
             await page.get_by_test_id("timings-bar").wait_for()
+            outputs = page.locator("[data-testid=transcript] .tool-output")
+            assert "writing the wrong greeting" in await outputs.last.inner_text()
+            assert (
+                "the greeting reads: goodbye"
+                in await page.get_by_test_id("verifier-stdout").inner_text()
+            )
+            assert (
+                "writing the wrong greeting"
+                in await page.get_by_test_id("agent-output").inner_text()
+            )
             if how == "file":
                 await asyncio.to_thread(SHOTS.mkdir, parents=True, exist_ok=True)
                 await page.screenshot(path=str(SHOTS / "view.png"), full_page=True)

@@ -36,6 +36,7 @@ def test_the_public_names_are_pinned() -> None:
         "ModelTurn",
         "OpenAIChatServer",
         "ResultFormatError",
+        "RolloutProgress",
         "SamplingParams",
         "Tool",
         "ToolDefinitionError",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -15,7 +16,14 @@ from typing import Any
 
 import pytest
 
-from hermes_loop import AgentLoop, AgentResult, OpenAIChatServer, Tool, ToolInvocation
+from hermes_loop import (
+    AgentLoop,
+    AgentResult,
+    OpenAIChatServer,
+    RolloutProgress,
+    Tool,
+    ToolInvocation,
+)
 from hermes_loop.server import Call, ModelServer, Script, Turn
 from hermes_loop.trajectory import ATIF_VERSION, atif_trajectory
 
@@ -222,3 +230,36 @@ async def test_harbors_own_models_accept_the_trajectory(harbor_models: Path) -> 
     refused = _harbor_reads(harbor_models, broken)
     assert refused.returncode != 0
     assert "only applicable when source is 'agent'" in refused.stderr
+
+
+async def test_a_cancelled_rollout_keeps_what_it_did() -> None:
+    started = asyncio.Event()
+
+    async def hang(arguments: dict[str, Any], call: ToolInvocation) -> str:
+        started.set()
+        await asyncio.sleep(60)
+        return "never"
+
+    script = Script([Turn("first", tool_calls=[Call("hang", {"text": "x"}, id="h1")])])
+    async with ModelServer(script) as server:
+        endpoint = OpenAIChatServer(
+            base_url=server.base_url, model="scripted", max_retries=0, timeout=10
+        )
+        async with AgentLoop(endpoint, [Tool("hang", "Hang.", SCHEMA, hang)]) as loop:
+            progress = RolloutProgress()
+            running = asyncio.ensure_future(loop.run(USER, task_id="t-cut", progress=progress))
+            await asyncio.wait_for(started.wait(), 10)
+            running.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await running
+    cut = progress.result()
+    assert cut.stop_reason == "budget"
+    assert cut.task_id == "t-cut"
+    assert [m["role"] for m in cut.messages] == ["system", "user", "assistant"]
+    assert cut.messages[2]["tool_calls"][0]["id"] == "h1"
+    assert cut.turns_used == 1
+    (turn,) = cut.turns  # the model's answer is recorded; its tool never finished
+    assert turn.usage["prompt_tokens"] > 0
+    assert turn.tools_seconds == 0.0
+    assert cut.usage["prompt_tokens"] > 0
+    assert atif_trajectory(cut)["steps"][2]["tool_calls"][0]["tool_call_id"] == "h1"

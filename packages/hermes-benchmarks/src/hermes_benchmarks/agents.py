@@ -15,16 +15,26 @@ left keep running, as services the tests may probe): an agent cannot opt out of 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import importlib
 import inspect
+import json
+import logging
+import os
+from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from hermes_benchmarks.errors import AgentLoadError, TrialInfraError
+from hermes_benchmarks.record import current_record
 from hermes_benchmarks.task import Task
-from hermes_loop import AgentLoop, OpenAIChatServer, Tool
+from hermes_loop import AgentLoop, AgentResult, OpenAIChatServer, RolloutProgress, Tool
+from hermes_loop.trajectory import atif_trajectory
 from hermes_sandbox import Sandbox, SandboxClosedError, sandbox_tools
 
 __all__ = ["AGENT_TOOLSETS", "Agent", "HermesAgent", "SingleSandbox", "load_agent"]
+
+log = logging.getLogger(__name__)
 
 #: The toolsets the hermes agent gets in a benchmark sandbox.
 AGENT_TOOLSETS: tuple[str, ...] = ("terminal", "file")
@@ -71,6 +81,9 @@ class HermesAgent:
         max_tokens: per-response token cap, or None.
         system_prompt: prepended to each rollout, or None.
         extra_body: extra request fields.
+        name: the agent's name in results and trajectories.
+        record_output: also keep what the tool calls printed, in order, as the record's
+            ``agent/output.txt`` (the oracle: what ``solve.sh`` printed).
     """
 
     def __init__(
@@ -86,8 +99,10 @@ class HermesAgent:
         system_prompt: str | None = None,
         extra_body: dict[str, Any] | None = None,
         name: str = "hermes",
+        record_output: bool = False,
     ) -> None:
         self.name = name
+        self.record_output = record_output
         self.base_url = base_url
         self.model = model
         self.api_key_env = api_key_env
@@ -118,10 +133,12 @@ class HermesAgent:
             api_key=self.api_key,
             api_key_env=self.api_key_env,
         )
+        tools = self.tools(sandbox)
+        progress = RolloutProgress()
         try:
             async with AgentLoop(
                 endpoint,
-                self.tools(sandbox),
+                tools,
                 max_turns=self.max_turns,
                 temperature=self.temperature,
                 max_tokens=self.max_tokens,
@@ -131,10 +148,17 @@ class HermesAgent:
                 infra_exceptions=(SandboxClosedError,),
             ) as loop:
                 result = await loop.run(
-                    [{"role": "user", "content": task.instruction}], task_id=sandbox.task_id
+                    [{"role": "user", "content": task.instruction}],
+                    task_id=sandbox.task_id,
+                    progress=progress,
                 )
+        except asyncio.CancelledError:  # the trial's timeout: keep the rollout so far
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(self._keep(progress.result("budget"), tools))
+            raise
         finally:
             await endpoint.aclose()
+        await self._keep(result, tools)
         if result.stop_reason == "infra_error" and result.infra_error is not None:
             failure = result.infra_error
             if failure.kind in ("tool_infra", "tool_not_started"):
@@ -145,6 +169,56 @@ class HermesAgent:
             raise TrialInfraError(
                 "model_endpoint", f"the model endpoint failed ({failure.kind}): {failure.message}"
             )
+
+    def secrets(self) -> list[str]:
+        """The API key this agent sends (never written into a trial's record)."""
+        key = self.api_key or os.environ.get(self.api_key_env)
+        return [key] if key else []
+
+    async def _keep(self, result: AgentResult, tools: Sequence[Tool]) -> None:
+        """Write the rollout into the trial's record (when the run keeps one) as harbor's
+        ATIF trajectory and as our own result; a failure to write is logged, not raised."""
+        record = current_record()
+        if record is None:
+            return
+        trajectory = atif_trajectory(
+            result,
+            agent_name=self.name,
+            agent_version=_version(),
+            model_name=self.model,
+            tools=[tool.schema() for tool in tools],
+        )
+        try:
+            await record.awrite_json("agent/trajectory.json", trajectory)
+            await record.awrite_json("agent/messages.json", result.to_dict())
+            if self.record_output:
+                printed = [
+                    _printed(message.get("content"))
+                    for message in result.messages
+                    if message.get("role") == "tool"
+                ]
+                await record.awrite_text("agent/output.txt", "\n".join(printed))
+        except OSError as error:
+            log.warning("could not keep the agent's conversation in %s: %s", record.folder, error)
+
+
+def _printed(content: Any) -> str:
+    """What a tool call printed: the terminal tool's ``output`` (its answer is JSON with
+    ``output`` and ``exit_code``), else the tool message as it is."""
+    text = str(content or "")
+    try:
+        answer = json.loads(text)
+    except ValueError:
+        return text
+    if isinstance(answer, dict) and isinstance(answer.get("output"), str):
+        return str(answer["output"])
+    return text
+
+
+def _version() -> str:
+    from hermes_benchmarks import __version__
+
+    return __version__
 
 
 def load_agent(spec: str, *, kwargs: dict[str, Any] | None = None) -> Agent:

@@ -65,5 +65,7 @@ class OracleAgent:
             return oracle_turn(request, timeout=timeout, env=env)
 
         async with ModelServer(Policy(answer, name="oracle")) as server:
-            agent = HermesAgent(server.base_url, "oracle", max_turns=4, name=self.name)
+            agent = HermesAgent(
+                server.base_url, "oracle", max_turns=4, name=self.name, record_output=True
+            )
             await agent.run(task, sandbox, timeout=timeout)

@@ -58,6 +58,7 @@ from hermes_benchmarks.artifacts import ArtifactManifest, collect_artifacts, pro
 from hermes_benchmarks.changes import SystemChanges, system_changes
 from hermes_benchmarks.errors import ImageError, TaskError, TrialInfraError
 from hermes_benchmarks.images import TaskImage, prepare_task_image
+from hermes_benchmarks.record import TrialRecord, agent_secrets, recording
 from hermes_benchmarks.results import (
     Attempt,
     TrialResult,
@@ -167,10 +168,20 @@ def _task_options(task: Task, settings: TrialSettings) -> dict[str, Any]:
     return options
 
 
+#: Seconds to wait before asking again about a container the daemon said is stopping.
+STOPPING_WAIT = 0.5
+
+
 async def _attributed(sandbox: Sandbox | None, error: Exception, kind: str) -> Attempt | None:
     """A scored ``sandbox_died`` attempt when ``sandbox`` is gone while its backend
     answers (the agent stopped it from inside); None when the failure stays ``kind``."""
-    if sandbox is not None and await sandbox_gone(sandbox):
+    if sandbox is None:
+        return None
+    gone = await sandbox_gone(sandbox)
+    if not gone and "stopped state" in str(error):  # the daemon is still stopping it
+        await asyncio.sleep(STOPPING_WAIT)
+        gone = await sandbox_gone(sandbox)
+    if gone:
         return failed_attempt(
             "sandbox_died", f"the agent's sandbox stopped during the trial ({kind}: {error})"
         )
@@ -220,6 +231,7 @@ async def run_attempt(
     manifest: ArtifactManifest | None = None
     changes: SystemChanges | None = None
     diffing: asyncio.Future[SystemChanges | None] | None = None
+    record = TrialRecord(staging, secrets=agent_secrets(agent)) if staging is not None else None
     try:
         try:
             image = await _image(task, settings)
@@ -242,7 +254,8 @@ async def run_attempt(
         finally:
             clock.lap("sandbox_start")
         try:
-            timed_out = await _agent(agent, task, sandbox, agent_timeout)
+            with recording(record):
+                timed_out = await _agent(agent, task, sandbox, agent_timeout)
         finally:
             clock.lap("agent")
         if not separate:
@@ -260,7 +273,13 @@ async def run_attempt(
             await _close(closing, task_id)
             clock.lap("teardown")
             reward = await verify_separately(
-                task, staging, manifest, settings, task_id=f"{task_id}-v", lap=clock.lap
+                task,
+                staging,
+                manifest,
+                settings,
+                task_id=f"{task_id}-v",
+                lap=clock.lap,
+                record=record,
             )
         else:
             if diffing is None:
@@ -273,6 +292,7 @@ async def run_attempt(
                     settle=REWARD_SETTLE,
                     before_tests=diffing,
                     lap=clock.lap,
+                    record=record,
                 )
             except SandboxError as error:
                 raise TrialInfraError(
@@ -282,7 +302,10 @@ async def run_attempt(
                 changes = await _finish(diffing)
                 clock.lap("verifier")
     except ScoredFailure as failure:
-        attempt = failed_attempt(failure.kind, str(failure))
+        died = None
+        if failure.kind == "tests_blocked":  # refused because the container is stopping?
+            died = await _attributed(sandbox, failure, failure.kind)
+        attempt = died or failed_attempt(failure.kind, str(failure))
     except TrialInfraError as error:
         died = None
         if error.kind in ("agent_crash", "verifier_crash"):
@@ -360,7 +383,7 @@ async def run_trial(
             attempts.append(attempt)
             if attempt.status != "infra_error":
                 break
-        if keep is not None and manifest is not None:
+        if keep is not None and (manifest is not None or stagings[-1].is_dir()):
             await asyncio.to_thread(promote_folder, stagings[-1], keep / str(trial))
             kept = f"{ARTIFACTS_DIR}/{task.name}/{trial}"
     finally:

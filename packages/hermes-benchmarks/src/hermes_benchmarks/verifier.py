@@ -30,12 +30,13 @@ from typing import Any
 from hermes_benchmarks.artifacts import ArtifactManifest, restore_artifacts
 from hermes_benchmarks.errors import ArtifactsError, ImageError, RewardError, TrialInfraError
 from hermes_benchmarks.images import build_verifier_image
+from hermes_benchmarks.record import TrialRecord
 from hermes_benchmarks.reward import REWARD_FILES, parse_reward
 from hermes_benchmarks.sandboxes import close_fully, start_sandbox
 from hermes_benchmarks.settings import TrialSettings
 from hermes_benchmarks.task import Task
 from hermes_benchmarks.verdicts import ScoredFailure, backend_answers, sandbox_gone
-from hermes_sandbox import Sandbox, SandboxError
+from hermes_sandbox import ExecResult, Sandbox, SandboxError
 from hermes_sandbox.backends.docker import DockerDaemon
 
 __all__ = ["REWARD_SETTLE", "TESTS_DIR", "VERIFIER_DIR", "verify", "verify_separately"]
@@ -115,6 +116,7 @@ async def verify(
     settle: float = 0.0,
     before_tests: Awaitable[object] | None = None,
     lap: Callable[[str], None] | None = None,
+    record: TrialRecord | None = None,
 ) -> float:
     """Run ``task``'s tests in ``sandbox`` and return the reward they wrote.
 
@@ -126,7 +128,8 @@ async def verify(
     once the tests are in place, before they start (work that must see the sandbox as
     the agent left it, done meanwhile). ``lap`` is called with ``verifier`` and
     ``integrity`` as each piece ends (the wait for ``before_tests`` and the second read
-    are ``integrity``).
+    are ``integrity``). ``record``: where the tests' output (``verifier/test-stdout.txt``)
+    and exit status (``verifier/result.json``) are kept.
 
     Raises:
         ScoredFailure: kind ``reward_missing`` / ``reward_unreadable`` when the tests
@@ -179,6 +182,8 @@ async def verify(
         session=False,
         **_exec_user(sandbox, task.config.verifier.user),
     )
+    if record is not None:
+        await _keep_output(record, ran)
     if ran.timed_out:
         if sandbox.backend == "docker" and not await backend_answers(sandbox):
             raise TrialInfraError(
@@ -211,6 +216,23 @@ async def verify(
         ) from None
 
 
+async def _keep_output(record: TrialRecord, ran: ExecResult) -> None:
+    """Keep the tests' output and exit status in the trial's record (a failure to write
+    them is logged: the verdict does not depend on them)."""
+    try:
+        await record.awrite_text("verifier/test-stdout.txt", ran.output)
+        await record.awrite_json(
+            "verifier/result.json",
+            {
+                "exit_code": ran.exit_code,
+                "timed_out": ran.timed_out,
+                "output_truncated": ran.truncated,
+            },
+        )
+    except OSError as error:
+        log.warning("could not keep the verifier's output in %s: %s", record.folder, error)
+
+
 async def verify_separately(
     task: Task,
     folder: Path,
@@ -219,6 +241,7 @@ async def verify_separately(
     *,
     task_id: str,
     lap: Callable[[str], None] | None = None,
+    record: TrialRecord | None = None,
 ) -> float:
     """Run ``task``'s tests in a fresh verifier sandbox holding only the artifacts kept in
     ``folder``; the reward they wrote. The sandbox is closed whatever happens.
@@ -271,7 +294,9 @@ async def verify_separately(
         tick("verifier_start")
     try:
         await restore_artifacts(manifest, folder, sandbox)
-        return await verify(task, sandbox, timeout=timeout, upload_tests=not image.owns_tests)
+        return await verify(
+            task, sandbox, timeout=timeout, upload_tests=not image.owns_tests, record=record
+        )
     except ArtifactsError as error:
         raise TrialInfraError("verifier_crash", str(error)) from None
     except SandboxError as error:

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     )
     from hermes_loop.handler_pool import HandlerThreadPool
     from hermes_loop.loop import AgentLoop, HermesAgentLoop
-    from hermes_loop.result import AgentResult, InfraError, ToolError, TurnRecord
+    from hermes_loop.result import AgentResult, InfraError, RolloutProgress, ToolError, TurnRecord
     from hermes_loop.tools import Tool, ToolInvocation
     from hermes_loop.toolsets import ToolRegistry, ToolSet, UnknownToolsetError
     from hermes_loop.trajectory import atif_trajectory
@@ -48,6 +48,7 @@ __all__ = [
     "ModelTurn",
     "OpenAIChatServer",
     "ResultFormatError",
+    "RolloutProgress",
     "SamplingParams",
     "Tool",
     "ToolDefinitionError",
@@ -80,6 +81,7 @@ _LAZY = {
     "ModelTurn": "hermes_loop.endpoints.base",
     "OpenAIChatServer": "hermes_loop.endpoints.openai_chat",
     "ResultFormatError": "hermes_loop.errors",
+    "RolloutProgress": "hermes_loop.result",
     "SamplingParams": "hermes_loop.endpoints.base",
     "Tool": "hermes_loop.tools",
     "ToolDefinitionError": "hermes_loop.errors",

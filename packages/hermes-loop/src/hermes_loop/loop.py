@@ -6,13 +6,21 @@ import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Executor
+from dataclasses import replace
 from typing import Any
 
 from hermes_loop.dispatch import ToolRunner
 from hermes_loop.endpoints.base import ChatServer, SamplingParams
 from hermes_loop.errors import EndpointError, InvalidMessagesError
 from hermes_loop.handler_pool import HandlerThreadPool
-from hermes_loop.result import AgentResult, InfraError, StopReason, ToolError, TurnRecord
+from hermes_loop.result import (
+    AgentResult,
+    InfraError,
+    RolloutProgress,
+    StopReason,
+    ToolError,
+    TurnRecord,
+)
 from hermes_loop.tools import Tool
 from hermes_loop.toolsets import ToolSet
 
@@ -110,12 +118,19 @@ class AgentLoop:
             self._executor.shutdown(wait=False, cancel_futures=True)
 
     async def run(
-        self, messages: Sequence[Mapping[str, Any]], *, task_id: str | None = None
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        task_id: str | None = None,
+        progress: RolloutProgress | None = None,
     ) -> AgentResult:
         """Run one rollout from ``messages`` (OpenAI chat format).
 
         Nothing the endpoint sends makes this raise: failures and wrong-shape answers
         end the rollout with ``stop_reason="infra_error"``, keeping every turn before.
+        ``progress``, when given, is kept up to date as the rollout goes (its lists are
+        replaced by the rollout's own at the start), so a caller that cancels the rollout
+        still has what it did.
 
         Raises:
             InvalidMessagesError: (a ``ValueError``) if ``messages`` is empty or a message
@@ -132,6 +147,9 @@ class AgentLoop:
         errors: list[ToolError] = []
         usage = {"prompt_tokens": 0, "completion_tokens": 0}
         turns: list[TurnRecord] = []
+        live = progress if progress is not None else RolloutProgress()
+        live.messages, live.reasoning_per_turn, live.tool_errors = history, reasoning, errors
+        live.usage, live.turns, live.task_id = usage, turns, task
         stop: StopReason = "max_turns"
         infra: InfraError | None = None
         for turn in range(self.max_turns):
@@ -149,20 +167,13 @@ class AgentLoop:
             history.append(answer.message)
             calls = answer.message.get("tool_calls")
             turn_usage = {k: int(v) for k, v in answer.usage.items() if isinstance(v, int)}
+            turns.append(TurnRecord(started_at, round(answered - sent, 6), 0.0, turn_usage))
             if not calls:
-                turns.append(TurnRecord(started_at, round(answered - sent, 6), 0.0, turn_usage))
                 stop = "natural"
                 break
             _make_ids_unique(calls, used_ids, turn)
             outcomes = await self._runner.run(calls, turn=turn, task_id=task)
-            turns.append(
-                TurnRecord(
-                    started_at,
-                    round(answered - sent, 6),
-                    round(time.perf_counter() - answered, 6),
-                    turn_usage,
-                )
-            )
+            turns[-1] = replace(turns[-1], tools_seconds=round(time.perf_counter() - answered, 6))
             for outcome in outcomes:
                 history.append(outcome.message)
                 if outcome.error is not None:

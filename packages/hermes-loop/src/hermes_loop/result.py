@@ -15,6 +15,7 @@ __all__ = [
     "AgentResult",
     "InfraError",
     "InfraErrorKind",
+    "RolloutProgress",
     "StopReason",
     "ToolError",
     "ToolErrorKind",
@@ -193,3 +194,36 @@ class AgentResult:
         if not isinstance(data, dict):
             raise ResultFormatError(f"{path}: not a saved AgentResult (top level is not an object)")
         return cls.from_dict(data)
+
+
+@dataclass(slots=True)
+class RolloutProgress:
+    """What a rollout has done so far, kept up to date by ``AgentLoop.run`` as it goes.
+
+    Pass one to ``run(..., progress=...)`` to keep the conversation of a rollout that is
+    cancelled (a caller's time budget ran out): every message, answered turn, reasoning
+    and tool error is here the moment it happens, and :meth:`result` makes an
+    ``AgentResult`` of them.
+    """
+
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    reasoning_per_turn: list[str | None] = field(default_factory=list)
+    tool_errors: list[ToolError] = field(default_factory=list)
+    turns: list[TurnRecord] = field(default_factory=list)
+    usage: dict[str, int] = field(default_factory=dict)
+    task_id: str = ""
+
+    def result(self, stop_reason: StopReason = "budget") -> AgentResult:
+        """The rollout so far as an ``AgentResult`` (``stop_reason`` default
+        ``budget``: stopped from outside)."""
+        return AgentResult(
+            messages=list(self.messages),
+            turns_used=len(self.reasoning_per_turn),
+            finished_naturally=False,
+            reasoning_per_turn=list(self.reasoning_per_turn),
+            tool_errors=list(self.tool_errors),
+            stop_reason=stop_reason,
+            usage=dict(self.usage),
+            task_id=self.task_id,
+            turns=list(self.turns),
+        )
