@@ -64,6 +64,7 @@ from __future__ import annotations
 
 from hermes_sandbox.backends.local.sandbox import (
     DEFAULT_PATH,
+    DEFAULT_TMP_SIZE_MB,
     ISOLATION_MODES,
     Isolation,
     LocalSandbox,
@@ -73,6 +74,7 @@ from hermes_sandbox.shell import is_stateless
 
 __all__ = [
     "DEFAULT_PATH",
+    "DEFAULT_TMP_SIZE_MB",
     "ISOLATION_MODES",
     "MARKER_VARIABLE",
     "Isolation",
