@@ -24,7 +24,11 @@ import pytest
 
 from hermes_sandbox import SandboxPool, SandboxStartError, create_sandbox
 from hermes_sandbox.backends.local import LocalSandbox
-from hermes_sandbox.backends.local.cgroup import CgroupUnavailableError, find_parent
+from hermes_sandbox.backends.local.cgroup import (
+    CgroupUnavailableError,
+    SandboxCgroups,
+    find_parent,
+)
 from hermes_sandbox.testing.probes import gone, host_processes
 
 NO_BWRAP = shutil.which("bwrap") is None
@@ -290,3 +294,48 @@ async def test_host_dirs_are_shared_and_workdir_mistakes_are_refused(tmp_path: P
         with pytest.raises(SandboxStartError, match=message):
             await sandbox.start()
         await sandbox.close()
+
+
+KILLED_WITH_WORKSPACE = textwrap.dedent(
+    """
+    import asyncio, os, signal
+    from hermes_sandbox import create_sandbox
+
+    async def main():
+        sandbox = await create_sandbox("local", isolation="bwrap", workdir="/workspace").start()
+        await sandbox.exec("echo mine > answer.txt")
+        print(sandbox.root, sandbox._private_source, flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    asyncio.run(main())
+    """
+)
+
+
+@needs_bwrap
+def test_reap_orphans_removes_a_killed_owners_private_workdir_too(tmp_path: Path) -> None:
+    from hermes_sandbox.backends.local import reap_orphans
+
+    child = subprocess.run(
+        [sys.executable, "-c", KILLED_WITH_WORKSPACE],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    root, private = child.stdout.split()
+    assert (Path(private) / "answer.txt").read_text() == "mine\n"
+    assert sorted(reap_orphans(str(tmp_path))) == sorted([root, private])
+    assert not os.path.exists(root)
+    assert not os.path.exists(private)
+
+
+@pytest.mark.skipif(bool(NO_MEMORY_CGROUP), reason=f"no memory cgroup here: {NO_MEMORY_CGROUP}")
+def test_a_memory_cgroup_that_cannot_be_made_is_reported_not_raised() -> None:
+    name = f"hermes-no-such-parent-{uuid.uuid4().hex[:6]}/child"
+    made = SandboxCgroups.create(name, pids_limit=None, memory_bytes=512 << 20)
+    assert made.groups == []
+    assert made.memory_problem is not None
+    assert "cannot make the cgroup" in made.memory_problem
+    assert "\n" not in made.memory_problem  # said in one line
