@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from hermes_sandbox import SandboxPool, SandboxStartError, create_sandbox
+from hermes_sandbox import SandboxOptions, SandboxPool, SandboxStartError, create_sandbox
 from hermes_sandbox.backends.local import LocalSandbox
 from hermes_sandbox.backends.local.cgroup import (
     CgroupUnavailableError,
@@ -339,3 +339,32 @@ def test_a_memory_cgroup_that_cannot_be_made_is_reported_not_raised() -> None:
     assert made.memory_problem is not None
     assert "cannot make the cgroup" in made.memory_problem
     assert "\n" not in made.memory_problem  # said in one line
+
+
+class _OlderBubblewrap(LocalSandbox):
+    """A local sandbox whose bubblewrap refuses ``--size`` (before 0.7, or setuid)."""
+
+    fake = ""
+
+    def _choose_bwrap(self) -> str | None:
+        return self.fake
+
+
+@needs_bwrap
+async def test_a_bubblewrap_that_cannot_size_tmpfs_still_isolates_and_says_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake = tmp_path / "bwrap"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'case " $* " in *" --size "*) echo "bwrap: Unknown option --size" >&2; exit 1;; esac\n'
+        f'exec {shutil.which("bwrap")} "$@"\n'
+    )
+    fake.chmod(0o755)
+    caplog.set_level(logging.WARNING, "hermes_sandbox.backends.local")
+    sandbox = _OlderBubblewrap(SandboxOptions.from_kwargs(isolation="bwrap"))
+    sandbox.fake = str(fake)
+    async with sandbox:
+        assert sandbox.isolated
+        assert (await sandbox.exec("echo inside")).output == "inside\n"
+    assert "cannot size tmpfs mounts" in caplog.text

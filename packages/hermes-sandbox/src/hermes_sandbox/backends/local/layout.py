@@ -183,6 +183,7 @@ class Layout:
         helper: the helper program's host path.
         network: whether the sandbox keeps the host's network.
         tmp_size_mb: the size of ``/tmp``.
+        hidden: what of ``/etc`` to hide (``secrets_in_etc``).
     """
 
     writable: Sequence[str]
@@ -193,6 +194,11 @@ class Layout:
     network: bool
     tmp_size_mb: int
     hidden: Sequence[tuple[str, bool]] = field(default_factory=list)
+    #: Whether tmpfs mounts get a size (bubblewrap 0.7 or newer, not setuid).
+    sized: bool = True
+
+    def _size(self, megabytes: int) -> list[str]:
+        return ["--size", str(megabytes * _MB)] if self.sized else []
 
     def visible_system_dirs(self) -> list[str]:
         """The system directories shown (real directories, not links)."""
@@ -221,10 +227,10 @@ class Layout:
             argv += ["--tmpfs", "/sys/class/net", "--dir", "/sys/class/net/lo"]
             argv += ["--remount-ro", "/sys/class/net"]
         argv += ["--proc", "/proc", "--dev", "/dev"]
-        argv += ["--size", str(_SHM_MB * _MB), "--tmpfs", "/dev/shm"]
-        argv += ["--size", str(self.tmp_size_mb * _MB), "--tmpfs", "/tmp"]
+        argv += [*self._size(_SHM_MB), "--tmpfs", "/dev/shm"]
+        argv += [*self._size(self.tmp_size_mb), "--tmpfs", "/tmp"]
         argv += ["--symlink", "../tmp", "/var/tmp"]
-        argv += ["--size", str(_RUN_MB * _MB), "--tmpfs", "/run"]
+        argv += [*self._size(_RUN_MB), "--tmpfs", "/run"]
         shown = list(system)
         if self.network:
             resolv = os.path.realpath("/etc/resolv.conf")

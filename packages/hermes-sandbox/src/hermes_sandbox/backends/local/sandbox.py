@@ -401,6 +401,16 @@ class LocalSandbox(Sandbox):
                 )
                 return
             except BwrapFailedError as exc:
+                if layout.sized and "--size" in str(exc):
+                    # bubblewrap before 0.7, or a setuid one: no size on a tmpfs.
+                    _log.warning(
+                        "local sandbox %s: this bubblewrap cannot size tmpfs mounts (0.7 or "
+                        "newer, not setuid, can): /tmp, /dev/shm and /run are bounded only "
+                        "by memory_mb",
+                        self.task_id,
+                    )
+                    layout.sized = False
+                    continue
                 # A mount that comes or goes while the sandbox's view is made (a
                 # container starting) fails that once.
                 if attempt + 1 == _BWRAP_ATTEMPTS:
