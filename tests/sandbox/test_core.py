@@ -463,7 +463,11 @@ def test_importing_the_package_loads_no_backend_sdk(tmp_path: Path) -> None:
     [
         ({"pids_limit": 0}, "pids_limit must be a positive integer, got 0"),
         ({"pids_limit": "64"}, "pids_limit must be a positive integer"),
-        ({"cpus": 1, "memory_mb": 512}, "cannot enforce cpus, memory_mb"),
+        ({"cpus": 1, "memory_mb": 512}, "cannot enforce cpus"),
+        ({"memory_mb": 0}, "memory_mb must be a positive integer, got 0"),
+        ({"tmp_size_mb": "1G"}, "tmp_size_mb must be a positive integer"),
+        ({"host_dirs": "/srv"}, "host_dirs must be a list of absolute host directory paths"),
+        ({"host_dirs": ["rel"]}, "host_dirs must be a list of absolute"),
         ({"isolation": "docker"}, "isolation must be one of none, bwrap, auto, got 'docker'"),
         ({"runtime": "runc", "zzz": 1}, "unknown option.*runtime, zzz"),
         ({"workdir": "relative/dir"}, "workdir must be absolute"),
@@ -491,7 +495,7 @@ async def test_local_environment_is_minimal_and_home_is_private() -> None:
 
 async def test_local_given_workdir_is_kept_and_the_temp_dir_removed(tmp_path: Path) -> None:
     workdir = tmp_path / "kept"
-    sandbox = create_sandbox("local", workdir=str(workdir))
+    sandbox = create_sandbox("local", workdir=str(workdir), isolation="none")
     assert isinstance(sandbox, LocalSandbox)
     async with sandbox:
         await sandbox.exec("echo data > file.txt; export X=1")
@@ -620,7 +624,7 @@ def test_local_stateless_commands_are_recognised(command: str, stateless: bool) 
 
 
 async def test_local_stateless_commands_replace_the_shell_and_see_the_state() -> None:
-    async with create_sandbox("local") as sandbox:
+    async with create_sandbox("local", isolation="none") as sandbox:
         await sandbox.exec("mkdir -p sub && cd sub && export FOO=bar")
         # One program with plain arguments: bash execs it in place (its parent is us).
         result = await sandbox.exec("sh -c 'echo $PPID; pwd; echo $FOO'")
@@ -630,6 +634,6 @@ async def test_local_stateless_commands_replace_the_shell_and_see_the_state() ->
         assert missing.exit_code == 127
         # A function exported through options.env may shadow a program: no shortcut then.
     functions = {"BASH_FUNC_ls%%": "() { cd /; echo shadowed; }"}
-    async with create_sandbox("local", env=functions) as sandbox:
+    async with create_sandbox("local", env=functions, isolation="none") as sandbox:
         assert (await sandbox.exec("ls")).output == "shadowed\n"
         assert (await sandbox.exec("pwd")).output == "/\n"

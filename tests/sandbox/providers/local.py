@@ -1,4 +1,5 @@
-"""Conformance provider for the ``local`` backend: commands run on this host.
+"""Conformance provider for the ``local`` backend in its plain mode (``isolation="none"``):
+commands run directly on this host.
 
 Nothing to set up: the factory makes local sandboxes, each in its own temporary
 directory. Capabilities: ``concurrency_64``, ``host_paths`` (sandbox paths are host paths,
@@ -37,6 +38,6 @@ async def provide(tmp_path: pathlib.Path) -> AsyncIterator[Callable[..., Sandbox
     """A factory of local sandboxes (closing them is the suite's job)."""
 
     def factory(**options: Any) -> Sandbox:
-        return create_sandbox(NAME, **options)
+        return create_sandbox(NAME, isolation="none", **options)
 
     yield factory

@@ -1,9 +1,10 @@
 """Conformance provider for the ``local`` backend in its isolated mode (``isolation="bwrap"``).
 
 Commands run under Debian's bubblewrap: their own pid, ipc, uts and network namespaces,
-the host file system read-only but for the sandbox's directories, and ``pids_limit``
-held by a cgroup. So beyond plain local's capabilities it declares ``process_limit`` (a
-fork bomb stays inside) and ``network_off``. Needs ``bwrap`` (``.ci/services/bubblewrap.sh``).
+only the host's system directories shown (read-only) besides the sandbox's own, and
+``pids_limit`` held by a cgroup. So beyond plain local's capabilities it declares
+``process_limit`` (a fork bomb stays inside) and ``network_off``. Needs ``bwrap``
+(``.ci/services/bubblewrap.sh``).
 """
 
 from __future__ import annotations

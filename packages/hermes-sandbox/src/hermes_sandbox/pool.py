@@ -31,7 +31,8 @@ class SandboxPool:
     what local sandboxes of dead processes left.
 
     Args:
-        backend: backend name for new sandboxes.
+        backend: backend name for new sandboxes (``"local"``: isolated where this
+            machine allows it, unless ``isolation="none"`` is among the options).
         factory: instead of ``backend``, a callable ``factory(task_id) -> Sandbox``.
         options: ``SandboxOptions`` fields for ``create_sandbox``.
     """

@@ -109,6 +109,8 @@ def create_sandbox(backend: str, *, task_id: str | None = None, **options: Any) 
     or ``async with create_sandbox(...) as sb``.
 
     ``options`` are ``SandboxOptions`` fields; the rest go to the backend as ``extra``.
+    ``"local"`` sandboxes are isolated (bubblewrap) by default where this machine allows
+    it (its ``isolation="auto"``); ``isolation="none"`` runs commands directly on the host.
 
     Raises:
         UnknownBackendError: for an unknown backend (lists the known ones).

@@ -170,6 +170,8 @@ class YCBenchEvalEnv(HermesAgentBaseEnv):
             "local",
             task_id=task_id,
             workdir=str(sim_dir),
+            # The harness reads the simulation's database there: shared with the host.
+            host_dirs=[str(sim_dir), *options.pop("host_dirs", [])],
             env=env,
             terminal_timeout=float(cfg.terminal_timeout),
             terminal_lifetime=max(float(cfg.terminal_lifetime), cfg.run_timeout + 3600.0),

@@ -2,26 +2,33 @@
 
 ``Namespace.start`` runs Debian's ``bubblewrap`` (``bwrap``, no daemon, no root needed
 where unprivileged user namespaces are allowed) with its own pid, network (unless
-``network=True``), IPC and UTS namespaces and a mount namespace in which the host's file
-system is read-only, except the sandbox's directories; ``/tmp``, ``/run`` and ``/dev``
-are private and empty (no host process, socket or other sandbox is reachable there), and
+``network=True``), IPC and UTS namespaces and a mount namespace that shows only what
+commands need (``layout.py``): system directories read-only, ``/etc`` without its
+secrets, private ``/tmp``, ``/run`` and ``/dev`` of bounded size, the sandbox's own
+directories read-write; the host's homes, ``/root`` and checkouts are not there.
 ``/proc`` shows only the sandbox's processes. Every capability is dropped.
 
 Inside runs ``helper.py``, which starts the commands and opens files on the owner's
 behalf over a socket, so both see exactly what the sandbox sees. Each event loop that
 uses the sandbox has its own socket to the helper (see ``Namespace``), so the sandbox is
-bound to no loop. The commands' output
-pipes are made here and handed over, so output is read as in the plain mode.
+bound to no loop. The commands' output pipes are made here and handed over, so output
+is read as in the plain mode.
 
 Teardown needs no thread and no ``/proc`` sweep: SIGKILL to the namespace's pid 1 makes
-the kernel kill every process in it. When the owning process dies (even by SIGKILL),
-the helper sees its socket close and exits, which does the same. (Not bubblewrap's
-``--die-with-parent``: that ties the sandbox to the *thread* that started it.)
+the kernel kill every process in it. Nothing outlives its owner: bubblewrap runs with
+``--die-with-parent`` (its pid 1 dies with it, and it dies with the thread that started
+it), and that thread is one of its own, which waits for bubblewrap to exit: so
+bubblewrap lives exactly as long as it is not killed and this process lives, whatever
+thread or event loop started the sandbox. When the owning process dies (even by
+SIGKILL, even while a child it forked holds the helper's socket), the kernel kills
+bubblewrap, and with it the sandbox; when the owner only closes the socket, the helper
+sees it and ends the sandbox.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import errno
 import itertools
@@ -40,47 +47,21 @@ from pathlib import Path
 from typing import Any
 
 from hermes_sandbox.backends.local.helper import MAX_FDS, Decoder, frame
-from hermes_sandbox.backends.local.process import ChildCommand, Command, inheritable_fds
+from hermes_sandbox.backends.local.layout import Layout
+from hermes_sandbox.backends.local.process import Command, inheritable_fds
 from hermes_sandbox.errors import SandboxClosedError, SandboxError, SandboxStartError
 from hermes_sandbox.output import OutputCollector
 
-__all__ = ["HELPER_PROCESSES", "BwrapFailedError", "Namespace", "find_bwrap"]
+__all__ = ["HELPER", "HELPER_PROCESSES", "BwrapFailedError", "Namespace", "find_bwrap"]
 
 #: Processes of the isolated mode itself in the sandbox's cgroup (bwrap twice, the helper).
 HELPER_PROCESSES = 3
-_HELPER = str(Path(__file__).with_name("helper.py"))
-#: Host directories the sandbox gets empty and private (a tmpfs each).
-_PRIVATE_DIRS = ("/tmp", "/run")
+#: The helper program (shown read-only inside the sandbox).
+HELPER = str(Path(__file__).with_name("helper.py"))
 
 
-def _runtime_paths() -> list[str]:
-    """What the helper needs that lies in a private directory, outermost paths only.
-
-    The helper runs with this process's interpreter; a checkout or a virtual environment
-    under ``/tmp`` (a CI clone, a throwaway venv) would vanish under the sandbox's empty
-    ``/tmp``, and bubblewrap would fail to start it. These paths are mounted back
-    read-only: the interpreter's environment and installation, and the helper's folder.
-    """
-    wanted = {
-        os.path.abspath(path)
-        for path in (
-            sys.prefix,
-            sys.base_prefix,
-            os.path.dirname(sys.executable),
-            os.path.dirname(os.path.realpath(sys.executable)),
-            os.path.dirname(_HELPER),
-        )
-    }
-    private = [
-        path for path in wanted if any(path.startswith(root + os.sep) for root in _PRIVATE_DIRS)
-    ]
-    return sorted(
-        path
-        for path in private
-        if not any(path != other and path.startswith(other + os.sep) for other in private)
-    )
-
-
+#: The first descriptor bubblewrap reads a hidden file's (empty) contents from.
+_FIRST_MASK_FD = 6
 # How long start waits for the helper to be ready.
 _START_TIMEOUT = 30.0
 
@@ -266,32 +247,31 @@ class Namespace:
         self._links = [_Link(self, loop, sock)]
         self._ids = itertools.count(1)
         self._bwrap_watch: Command | None = None
+        self._exited = threading.Event()
 
     @classmethod
     async def start(
         cls,
         *,
         bwrap: str,
-        writable: Sequence[str],
+        layout: Layout,
         home: str,
-        network: bool,
         log_path: str,
-        cgroup_procs: str | None,
+        cgroup_procs: Sequence[str] = (),
     ) -> Namespace:
         """Start the sandbox and wait until its helper answers.
 
         Args:
             bwrap: the ``bwrap`` program.
-            writable: host directories bound read-write at the same path (the rest of
-                the host file system is read-only).
+            layout: what the sandbox shows of the host (``layout.py``).
             home: the helper's working directory.
-            network: keep the host's network (else only a loopback device).
             log_path: where bubblewrap's own error messages go.
-            cgroup_procs: a ``cgroup.procs`` file the sandbox joins before it starts.
+            cgroup_procs: ``cgroup.procs`` files the sandbox joins before it starts.
 
         Raises:
             BwrapFailedError: if bubblewrap fails (with its message).
-            SandboxStartError: if the helper does not answer.
+            SandboxStartError: if the helper does not answer, or bubblewrap cannot be
+                started.
         """
         loop = asyncio.get_running_loop()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -302,55 +282,39 @@ class Namespace:
         argv = [
             bwrap,
             "--new-session",
+            "--die-with-parent",
             "--unshare-pid",
             "--unshare-ipc",
             "--unshare-uts",
-            *(() if network else ("--unshare-net",)),
+            *(() if layout.network else ("--unshare-net",)),
             "--cap-drop",
             "ALL",
-            "--ro-bind",
-            "/",
-            "/",
-            "--tmpfs",
-            "/tmp",
-            "--tmpfs",
-            "/run",
-            "--dev",
-            "/dev",
-            "--proc",
-            "/proc",
         ]
-        for path in _runtime_paths():
-            argv += ["--ro-bind", path, path]
-        for path in writable:
-            argv += ["--bind", path, path]
-        if not network:
-            # sysfs shows the host's network devices whatever the namespace: mask them.
-            argv += ["--tmpfs", "/sys/class/net", "--dir", "/sys/class/net/lo"]
-            argv += ["--remount-ro", "/sys/class/net"]
+        mounts, masks = layout.arguments(_FIRST_MASK_FD)
+        argv += mounts
         argv += ["--chdir", home, "--info-fd", "4", "--"]
-        argv += [sys.executable, "-I", "-S", _HELPER, "3", "5", "4"]
-        if cgroup_procs is not None:
-            join = f'echo $$ >{shlex.quote(cgroup_procs)} && exec "$@"'
-            argv = ["/bin/sh", "-c", join, "sh", *argv]
+        argv += [*layout.helper_argv(), "3", "5", "4"]
+        if cgroup_procs:
+            join = " && ".join(f"echo $$ >{shlex.quote(procs)}" for procs in cgroup_procs)
+            argv = ["/bin/sh", "-c", f'{join} && exec "$@"', "sh", *argv]
         log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        # The bwrap process is ours: its "output" is the info pipe, its exit (reported
+        # by its thread) tells why the start failed.
+        info = OutputCollector(1 << 16)
+        watch = made._bwrap_watch = Command(loop, info_read, info)
         try:
-            pid = _spawn_bwrap(argv, theirs.fileno(), info_write, their_linker.fileno(), log)
-        except OSError as exc:
-            for fd in (info_read, info_write, log):
-                os.close(fd)
+            made.bwrap_pid = made._spawn(
+                argv, (theirs.fileno(), info_write, their_linker.fileno(), log), masks, watch
+            )
+        except (OSError, RuntimeError) as exc:
+            watch.close()
             made.mark_dead()
             raise SandboxStartError(f"local isolated: cannot start {argv[0]}: {exc}") from exc
         finally:
             theirs.close()
             their_linker.close()
-        os.close(info_write)
-        os.close(log)
-        made.bwrap_pid = pid
-        # The bwrap process is ours: watch it (its "output" is the info pipe, its exit
-        # code tells why the start failed).
-        info = OutputCollector(1 << 16)
-        watch = made._bwrap_watch = ChildCommand(loop, pid, info_read, info)
+            os.close(info_write)
+            os.close(log)
         try:
             async with asyncio.timeout(_START_TIMEOUT):
                 ended: asyncio.Future[bool] = asyncio.ensure_future(
@@ -387,6 +351,45 @@ class Namespace:
                 ) from exc
             raise
         return made
+
+    def _spawn(
+        self, argv: list[str], fds: tuple[int, int, int, int], masks: int, watch: Command
+    ) -> int:
+        """Start bubblewrap from a thread of its own, which then waits for it to exit
+        (and tells ``watch``); returns its pid once it runs.
+
+        ``--die-with-parent`` kills bubblewrap when the *thread* that started it ends: a
+        thread that lives as long as bubblewrap (or this process) is the one that may.
+
+        Raises:
+            OSError: if bubblewrap cannot be started.
+            RuntimeError: if no thread can be started.
+        """
+        started: concurrent.futures.Future[int] = concurrent.futures.Future()
+        loop = watch.loop
+
+        def report(code: int) -> None:
+            with contextlib.suppress(RuntimeError):  # the start's loop is closed: nobody waits
+                loop.call_soon_threadsafe(watch.set_exit, code)
+
+        def keep() -> None:
+            try:
+                pid = _spawn_bwrap(argv, *fds, masks)
+            except BaseException as exc:
+                started.set_exception(exc)
+                return
+            started.set_result(pid)
+            try:
+                _, status = os.waitpid(pid, 0)
+                code = os.waitstatus_to_exitcode(status)
+            except ChildProcessError:
+                code = 255
+            self._exited.set()
+            report(code)
+
+        thread = threading.Thread(target=keep, name="hermes-bwrap", daemon=True)
+        thread.start()
+        return started.result()
 
     # commands -----------------------------------------------------------------------
     async def run(
@@ -482,12 +485,13 @@ class Namespace:
 
     # teardown -----------------------------------------------------------------------
     def destroy(self) -> None:
-        """SIGKILL the sandbox's pid 1: the kernel kills every process in it. Starts no
-        thread; never raises."""
-        for pid in (self.init_pid, self.bwrap_pid):
-            if pid > 0:
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
+        """SIGKILL the sandbox's pid 1 and bubblewrap: the kernel kills every process in
+        the sandbox. Starts no thread; never raises."""
+        if not self._exited.is_set():  # else the pids may belong to others by now
+            for pid in (self.init_pid, self.bwrap_pid):
+                if pid > 0:
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)
         self.mark_dead()
 
     async def wait_gone(self, timeout: float) -> bool:
@@ -507,15 +511,8 @@ class Namespace:
             time.sleep(0.005)
 
     def _reaped(self) -> bool:
-        """Whether bubblewrap has exited (reaping it if it has)."""
-        watch = self._bwrap_watch
-        if self.bwrap_pid <= 0 or (watch is not None and watch.exited):
-            return True
-        try:
-            pid, _ = os.waitpid(self.bwrap_pid, os.WNOHANG)
-        except ChildProcessError:  # reaped by the start's watch
-            return True
-        return pid != 0
+        """Whether bubblewrap has exited (its thread reaps it)."""
+        return self.bwrap_pid <= 0 or self._exited.is_set()
 
     def _link(self) -> _Link:
         """The link of the running event loop, made on first use.
@@ -584,9 +581,10 @@ async def _writable(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> Non
         loop.remove_writer(sock.fileno())
 
 
-def _spawn_bwrap(argv: list[str], sock: int, info: int, linker: int, log: int) -> int:
+def _spawn_bwrap(argv: list[str], sock: int, info: int, linker: int, log: int, masks: int) -> int:
     """Start bubblewrap: the helper's socket as fd 3, the info pipe as fd 4, the linker
-    as fd 5, stdin ``/dev/null``, stdout and stderr into ``log``. Returns its pid.
+    as fd 5, ``/dev/null`` as fds 6 to 6 + ``masks`` - 1 (read by ``--ro-bind-data``),
+    stdin ``/dev/null``, stdout and stderr into ``log``. Returns its pid.
 
     Raises:
         OSError: if it cannot be started.
@@ -612,6 +610,10 @@ def _spawn_bwrap(argv: list[str], sock: int, info: int, linker: int, log: int) -
                 (os.POSIX_SPAWN_CLOSE, fd)
                 for fd in inheritable_fds()
                 if fd not in (3, 4, 5, *spares)
+            ),
+            *(
+                (os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDONLY, 0)
+                for fd in range(_FIRST_MASK_FD, _FIRST_MASK_FD + masks)
             ),
         ],
         setsid=True,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import fcntl
 import logging
 import os
 import re
@@ -20,12 +21,22 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from hermes_sandbox.backends.local.cgroup import CgroupUnavailableError, PidsCgroup
+from hermes_sandbox.backends.local.cgroup import CgroupUnavailableError, SandboxCgroups
 from hermes_sandbox.backends.local.isolation import (
+    HELPER,
     HELPER_PROCESSES,
     BwrapFailedError,
     Namespace,
     find_bwrap,
+)
+from hermes_sandbox.backends.local.layout import (
+    IN_SANDBOX_BIN,
+    Interpreter,
+    Layout,
+    host_interpreter,
+    path_dirs,
+    secrets_in_etc,
+    unbindable_workdir,
 )
 from hermes_sandbox.backends.local.process import (
     ChildCommand,
@@ -50,7 +61,7 @@ from hermes_sandbox.result import ExecResult
 from hermes_sandbox.shell import DEFAULT_PATH, wrap_command
 from hermes_sandbox.teardown import finish, in_thread
 
-__all__ = ["DEFAULT_PATH", "ISOLATION_MODES", "Isolation", "LocalSandbox"]
+__all__ = ["DEFAULT_PATH", "DEFAULT_TMP_SIZE_MB", "ISOLATION_MODES", "Isolation", "LocalSandbox"]
 
 _log = logging.getLogger("hermes_sandbox.backends.local")
 
@@ -67,26 +78,47 @@ _KILL_WAIT = 5.0
 _GONE_WAIT = 5.0
 # Starts of bubblewrap before its failure is reported.
 _BWRAP_ATTEMPTS = 3
-_UNSUPPORTED_LIMITS = ("cpus", "memory_mb")
-_OPTIONS = ("isolation",)
+_UNSUPPORTED_LIMITS = ("cpus",)
+_OPTIONS = ("isolation", "tmp_size_mb", "host_dirs")
+#: The size of an isolated sandbox's private ``/tmp`` unless ``tmp_size_mb`` says.
+DEFAULT_TMP_SIZE_MB = 1024
+# Commands are the OOM killer's first choice in a memory-limited sandbox (not the helper).
+_OOM_FIRST = "{ echo 500 >/proc/self/oom_score_adj; } 2>/dev/null\n"
 
 
 class LocalSandbox(Sandbox):
     """Commands run on this host, as this user, in a per-task directory.
 
-    Options: the common ``SandboxOptions`` fields, and ``isolation``: ``"none"`` (the
-    default: commands run directly on the host), ``"bwrap"`` (in their own namespaces
-    through bubblewrap; an error at start where that cannot run) or ``"auto"`` (``bwrap``
-    where bubblewrap is installed and works, else ``none``, with a log warning). ``pids_limit``
-    holds in both modes through a cgroup; where no cgroup can be made, ``start`` raises
-    ``SandboxStartError``. ``network`` is honoured by the isolated mode only (plain
-    commands use the host's network). ``image`` is ignored; ``cpus`` and ``memory_mb`` are
-    rejected.
+    Options: the common ``SandboxOptions`` fields, and:
+
+    - ``isolation``: ``"auto"`` (the default: ``"bwrap"`` where bubblewrap is installed
+      and works, else ``"none"``, said in one log line), ``"bwrap"`` (in their own
+      namespaces through bubblewrap; an error at start where that cannot run) or
+      ``"none"`` (commands run directly on the host);
+    - ``tmp_size_mb``: the size of an isolated sandbox's private ``/tmp`` (default
+      ``DEFAULT_TMP_SIZE_MB``);
+    - ``host_dirs``: host directories an isolated sandbox may read and write, bound at
+      their own paths (shared with the host and with other sandboxes that name them).
+
+    ``workdir``: isolated, a path *inside* the sandbox (default: its home); one outside
+    the sandbox's directories and ``host_dirs`` (``/workspace``) is a private, empty
+    directory of this sandbox, removed by ``close``, whatever the host has at that path.
+    Plain, it is a host directory, created if missing and left in place; one given in
+    the options is this sandbox's alone while it is open (a second plain sandbox asking
+    for it fails to start: concurrent sandboxes would overwrite each other's files).
+
+    ``pids_limit`` holds in both modes through a cgroup; where none can be made,
+    ``start`` raises ``SandboxStartError``. ``memory_mb`` holds through a memory cgroup
+    where one can be made (the OOM killer ends the biggest command past it), else start
+    says in a log warning that it is not enforced. ``network`` is honoured by the
+    isolated mode only (plain commands use the host's network). ``image`` is ignored;
+    ``cpus`` is rejected.
 
     Raises:
         ValueError: (from the constructor) for an unknown extra option, a bad
-            ``isolation``, ``cpus``/``memory_mb``, a ``pids_limit`` below 1, a relative
-            ``workdir`` or an ``env`` that is not a mapping of names to strings.
+            ``isolation``, ``tmp_size_mb``, ``host_dirs`` or ``memory_mb``, ``cpus``, a
+            ``pids_limit`` below 1, a relative ``workdir`` or an ``env`` that is not a
+            mapping of names to strings.
     """
 
     backend = "local"
@@ -99,12 +131,17 @@ class LocalSandbox(Sandbox):
         return len(await asyncio.to_thread(reap_orphans))
 
     def __init__(self, options: SandboxOptions, *, task_id: str | None = None) -> None:
-        self._isolation: Isolation = _check_options(options)
+        self._isolation, self._tmp_size_mb, self._host_dirs = _check_options(options)
         slug = re.sub(r"[^A-Za-z0-9_.-]", "_", task_id or "")[:40]
         self._mark = uuid.uuid4().hex
         # The owner's pid and the marker's head are in the name: ``reap_orphans`` reads them.
-        self._name = f"hermes-local-{os.getpid()}-{slug + '-' if slug else ''}{self._mark[:10]}"
+        pid, head, tail = os.getpid(), slug + "-" if slug else "", self._mark[:10]
+        self._name = f"hermes-local-{pid}-{head}{tail}"
         self._root = os.path.join(tempfile.gettempdir(), self._name)
+        # An isolated sandbox's private workdir (same pattern: reaped alike).
+        self._private_source = os.path.join(
+            tempfile.gettempdir(), f"hermes-local-{pid}-{head}workdir-{tail}"
+        )
         super().__init__(options, task_id=task_id)
         if not os.path.isabs(self.workdir):
             raise ValueError(f"local backend: workdir must be absolute, got {self.workdir!r}")
@@ -116,9 +153,11 @@ class LocalSandbox(Sandbox):
         self._close_fds: tuple[int, ...] = ()
         self._runs = 0
         self._live: dict[str, Command] = {}
-        self._cgroup: PidsCgroup | None = None
+        self._cgroup: SandboxCgroups | None = None
         self._join = ""
         self._namespace: Namespace | None = None
+        self._private = False
+        self._workdir_lock = -1
 
     def default_workdir(self) -> str:
         """The sandbox's own temporary directory (created by ``start``)."""
@@ -141,9 +180,49 @@ class LocalSandbox(Sandbox):
             raise SandboxStartError("local: bash was not found on PATH; install bash")
         self._bash = bash
         bwrap = self._choose_bwrap()
+        interpreter = host_interpreter()
         # Descriptors this process inherited (or made inheritable): commands must not.
         self._close_fds = inheritable_fds()
+        if bwrap is not None:
+            problem = self._isolation_problem()
+            if problem is not None:
+                raise SandboxStartError(f"local: {problem}")
         # Plain syscalls, no await: a cancelled start cannot leave half-made directories.
+        try:
+            self._make_dirs(interpreter)
+            if bwrap is None:
+                self._claim_workdir()
+        except BaseException:
+            self._teardown()
+            raise
+        try:
+            self._make_cgroup(isolated=bwrap is not None)
+            if bwrap is not None:
+                try:
+                    await self._start_namespace(bwrap, interpreter)
+                except SandboxStartError as exc:
+                    if self._isolation != "auto":
+                        raise
+                    _log.warning(
+                        "local sandbox %s runs directly on this host (isolation='auto', but "
+                        "bubblewrap cannot run here: %s); its commands can read this user's "
+                        "files and processes; pass isolation='none' to choose this",
+                        self.task_id,
+                        exc,
+                    )
+                    self._become_plain()
+        except BaseException:
+            self._teardown()
+            raise
+        self._set_path(interpreter)
+
+    def _make_dirs(self, interpreter: Interpreter | None) -> None:
+        """The sandbox's home, shell state (with ``python``/``python3`` links for the
+        plain mode) and, isolated, its private workdir.
+
+        Raises:
+            SandboxStartError: if one cannot be made.
+        """
         made: list[str] = []
         try:
             for path in (self._root, self._state_dir):
@@ -151,35 +230,90 @@ class LocalSandbox(Sandbox):
                 made.append(path)
             state = os.path.join(self._state_dir, "state")
             os.close(os.open(state, os.O_CREAT | os.O_WRONLY, 0o600))
-            os.makedirs(self.workdir, exist_ok=True)
+            if interpreter is not None:
+                os.mkdir(os.path.join(self._state_dir, "bin"), 0o700)
+                for name in ("python", "python3"):
+                    os.symlink(interpreter.executable, os.path.join(self._state_dir, "bin", name))
+            if self._isolation != "none" and self._needs_private_workdir():
+                os.mkdir(self._private_source, 0o700)
+                made.append(self._private_source)
+                self._private = True
         except OSError as exc:
             for path in made:
                 remove_tree(path)
+            self._private = False
+            raise SandboxStartError(
+                f"local: cannot create {exc.filename or self._root}: {exc.strerror or exc}; "
+                "set TMPDIR to a writable directory"
+            ) from exc
+
+    def _needs_private_workdir(self) -> bool:
+        """Whether the workdir lies outside the sandbox's home and ``host_dirs`` (so an
+        isolated sandbox gets a private one)."""
+        return not any(_inside(self.workdir, d) for d in (self._root, *self._host_dirs))
+
+    def _isolation_problem(self) -> str | None:
+        """Why the options cannot be honoured in isolation (a mistake, not a missing
+        bubblewrap: ``auto`` does not fall back to plain for it), or None."""
+        missing = [d for d in self._host_dirs if not os.path.isdir(d)]
+        if missing:
+            return f"host_dirs {', '.join(missing)}: no such directory on this host; create it"
+        if not self._needs_private_workdir():
+            return None
+        return unbindable_workdir(self.workdir)
+
+    def _claim_workdir(self) -> None:
+        """Plain mode: make the workdir if missing, and hold it while the sandbox is open
+        (a lock on the directory: another open sandbox's, in any process, refuses).
+
+        Raises:
+            SandboxStartError: if it cannot be made, or another sandbox holds it.
+        """
+        if _inside(self.workdir, self._root):
+            return
+        try:
+            os.makedirs(self.workdir, exist_ok=True)
+            fd = os.open(self.workdir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError as exc:
             raise SandboxStartError(
                 f"local: cannot create {exc.filename or self.workdir}: {exc.strerror or exc}; "
-                "set TMPDIR or workdir to a writable directory"
+                "set workdir to a writable directory"
             ) from exc
         try:
-            self._make_cgroup(isolated=bwrap is not None)
-            if bwrap is not None:
-                try:
-                    await self._start_namespace(bwrap)
-                except SandboxStartError as exc:
-                    if self._isolation != "auto":
-                        raise
-                    _log.warning(
-                        "local sandbox %s: isolation='auto' runs commands directly on this "
-                        "host, because bubblewrap cannot run here: %s",
-                        self.task_id,
-                        exc,
-                    )
-                    if self._cgroup is not None:
-                        self._cgroup.remove(_GONE_WAIT)
-                        self._cgroup = None
-                    self._make_cgroup(isolated=False)
-        except BaseException:
-            self._teardown()
-            raise
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            raise SandboxStartError(
+                f"local: workdir {self.workdir} is in use by another open plain local "
+                "sandbox, and plain sandboxes share host paths (one's files would overwrite "
+                "the other's); give each sandbox its own workdir or none, or use "
+                "isolation='bwrap', where each sandbox gets its own private "
+                f"{self.workdir}"
+            ) from exc
+        self._workdir_lock = fd
+
+    def _become_plain(self) -> None:
+        """``auto`` could not isolate: what the plain mode needs instead.
+
+        Raises:
+            SandboxStartError: as ``_claim_workdir`` and ``_make_cgroup``.
+        """
+        if self._private:
+            remove_tree(self._private_source)
+            self._private = False
+        if self._cgroup is not None:
+            self._cgroup.remove(_GONE_WAIT)
+            self._cgroup = None
+        self._claim_workdir()
+        self._make_cgroup(isolated=False)
+
+    def _set_path(self, interpreter: Interpreter | None) -> None:
+        """``python`` and ``python3`` first on the default ``PATH`` (not on one given in
+        ``env``): this process's interpreter, wherever it is installed."""
+        if "PATH" in self.options.env or interpreter is None:
+            return
+        bin_dir = IN_SANDBOX_BIN if self._namespace is not None else f"{self._state_dir}/bin"
+        self._env["PATH"] = f"{bin_dir}:{DEFAULT_PATH}"
 
     def _choose_bwrap(self) -> str | None:
         """The ``bwrap`` program to use, or None for the plain mode.
@@ -197,55 +331,97 @@ class LocalSandbox(Sandbox):
                     "(apt-get install bubblewrap); or use isolation='none' or 'auto'"
                 )
             _log.warning(
-                "local sandbox %s: bubblewrap is not installed, so isolation='auto' runs "
-                "commands directly on this host (they can see its processes and files); "
-                "apt-get install bubblewrap to isolate them",
+                "local sandbox %s runs directly on this host (isolation='auto', but "
+                "bubblewrap is not installed); its commands can read this user's files and "
+                "processes; apt-get install bubblewrap to isolate them, or pass "
+                "isolation='none' to choose this",
                 self.task_id,
             )
         return bwrap
 
     def _make_cgroup(self, *, isolated: bool) -> None:
-        """The sandbox's cgroup, for ``pids_limit``. The isolated mode joins it once, at
-        start; a plain command joins it as its first action, which costs a cgroup
-        migration per command (about 10 ms on a heavily loaded machine), so none is made
-        without a limit.
+        """The sandbox's cgroups, for ``pids_limit`` and ``memory_mb``. The isolated mode
+        joins them once, at start; a plain command joins them as its first action, which
+        costs a cgroup migration per command (about 10 ms on a heavily loaded machine),
+        so none is made without a limit. A memory limit that cannot be enforced is said
+        in one log warning.
 
         Raises:
             SandboxStartError: if ``pids_limit`` is set and no cgroup can be made.
         """
-        limit = self.options.pids_limit
-        if limit is None:
+        pids, memory = self.options.pids_limit, self.options.memory_mb
+        if pids is None and memory is None:
             return
-        if isolated:
-            limit += HELPER_PROCESSES
+        if isolated and pids is not None:
+            pids += HELPER_PROCESSES
         try:
-            self._cgroup = PidsCgroup.create(self._name, limit)
+            made = SandboxCgroups.create(
+                self._name,
+                pids_limit=pids,
+                memory_bytes=None if memory is None else memory << 20,
+            )
         except CgroupUnavailableError as exc:
             raise SandboxStartError(
                 f"local: cannot enforce pids_limit={self.options.pids_limit}: {exc}; "
                 "leave pids_limit unset or use the docker backend"
             ) from exc
-        if not isolated:
+        if made.memory_problem is not None:
+            _log.warning(
+                "local sandbox %s: memory_mb=%s is NOT enforced: %s",
+                self.task_id,
+                memory,
+                made.memory_problem,
+            )
+        self._cgroup = made if made.groups else None
+        self._join = ""
+        if self._cgroup is not None and not isolated:
             self._join = self._cgroup.join_line()
+        if memory is not None and made.memory_problem is None:
+            self._join += _OOM_FIRST
 
-    async def _start_namespace(self, bwrap: str) -> None:
-        writable = [self._root, self._state_dir]
-        if not _inside(self.workdir, self._root):
-            writable.append(self.workdir)
+    async def _start_namespace(self, bwrap: str, interpreter: Interpreter | None) -> None:
+        if interpreter is None:
+            raise SandboxStartError(
+                "local isolated: cannot find this process's Python interpreter "
+                "(sys.executable) to run the sandbox's helper"
+            )
+        writable = [self._root, self._state_dir, *self._host_dirs]
+        search = self.options.env.get("PATH")
+        layout = Layout(
+            writable=writable,
+            private=[(self._private_source, self.workdir)] if self._private else [],
+            readable=path_dirs(search) if search else [],
+            interpreter=interpreter,
+            helper=HELPER,
+            network=self.options.network,
+            tmp_size_mb=self._tmp_size_mb,
+            # A thread of its own: the default executor may be full of callers waiting
+            # for this very sandbox (synchronous ToolContext calls from threads).
+            hidden=await in_thread(secrets_in_etc, name=f"hermes-local-etc-{self.task_id}"),
+        )
         for attempt in range(_BWRAP_ATTEMPTS):
             try:
                 self._namespace = await Namespace.start(
                     bwrap=bwrap,
-                    writable=writable,
+                    layout=layout,
                     home=self._root,
-                    network=self.options.network,
                     log_path=os.path.join(self._state_dir, "bwrap.log"),
-                    cgroup_procs=None if self._cgroup is None else self._cgroup.procs_file,
+                    cgroup_procs=() if self._cgroup is None else self._cgroup.procs_files,
                 )
                 return
             except BwrapFailedError as exc:
-                # Making the read-only view of / remounts every mount below it; one that
-                # comes or goes meanwhile (a container starting) fails that once.
+                if layout.sized and "--size" in str(exc):
+                    # bubblewrap before 0.7, or a setuid one: no size on a tmpfs.
+                    _log.warning(
+                        "local sandbox %s: this bubblewrap cannot size tmpfs mounts (0.7 or "
+                        "newer, not setuid, can): /tmp, /dev/shm and /run are bounded only "
+                        "by memory_mb",
+                        self.task_id,
+                    )
+                    layout.sized = False
+                    continue
+                # A mount that comes or goes while the sandbox's view is made (a
+                # container starting) fails that once.
                 if attempt + 1 == _BWRAP_ATTEMPTS:
                     raise
                 _log.info(
@@ -290,6 +466,11 @@ class LocalSandbox(Sandbox):
             self._cgroup.remove(1.0)
         for path in (self._state_dir, self._root):
             remove_tree(path)
+        if self._private:
+            remove_tree(self._private_source)
+        if self._workdir_lock >= 0:
+            os.close(self._workdir_lock)  # the lock goes with it
+            self._workdir_lock = -1
         for command in list(self._live.values()):
             with contextlib.suppress(Exception):  # its loop may be gone: the fds go at exit
                 command.close()
@@ -474,8 +655,8 @@ def _inside(path: str, root: str) -> bool:
     return os.path.commonpath([os.path.abspath(path), root]) == root
 
 
-def _check_options(options: SandboxOptions) -> Isolation:
-    """The isolation asked for.
+def _check_options(options: SandboxOptions) -> tuple[Isolation, int, tuple[str, ...]]:
+    """The isolation, ``/tmp`` size and host directories asked for.
 
     Raises:
         ValueError: for anything the local backend cannot do as asked.
@@ -485,9 +666,10 @@ def _check_options(options: SandboxOptions) -> Isolation:
         raise ValueError(
             f"local backend: unknown option(s) {', '.join(unknown)}; it takes the common "
             "SandboxOptions fields (image, workdir, terminal_timeout, terminal_lifetime, env, "
-            "pids_limit, network, max_output_chars) and isolation ('none', 'bwrap', 'auto')"
+            "memory_mb, pids_limit, network, max_output_chars), isolation ('none', 'bwrap', "
+            "'auto'), tmp_size_mb and host_dirs"
         )
-    isolation = options.extra.get("isolation", "none")
+    isolation = options.extra.get("isolation", "auto")
     if isolation not in ISOLATION_MODES:
         raise ValueError(
             f"local backend: isolation must be one of {', '.join(ISOLATION_MODES)}, "
@@ -497,11 +679,25 @@ def _check_options(options: SandboxOptions) -> Isolation:
     if limits:
         raise ValueError(
             f"local backend: cannot enforce {', '.join(limits)}; leave them unset or use "
-            "the docker backend for CPU and memory limits"
+            "the docker backend for CPU limits"
         )
-    pids = options.pids_limit
-    if pids is not None and (isinstance(pids, bool) or not isinstance(pids, int) or pids < 1):
-        raise ValueError(f"local backend: pids_limit must be a positive integer, got {pids!r}")
+    for name in ("pids_limit", "memory_mb"):
+        value = getattr(options, name)
+        if value is not None and not _positive_int(value):
+            raise ValueError(f"local backend: {name} must be a positive integer, got {value!r}")
+    tmp_size = options.extra.get("tmp_size_mb", DEFAULT_TMP_SIZE_MB)
+    if not _positive_int(tmp_size):
+        raise ValueError(
+            f"local backend: tmp_size_mb must be a positive integer (MB), got {tmp_size!r}"
+        )
+    host_dirs = options.extra.get("host_dirs", ())
+    if isinstance(host_dirs, str) or not all(
+        isinstance(d, str) and os.path.isabs(d) for d in host_dirs
+    ):
+        raise ValueError(
+            "local backend: host_dirs must be a list of absolute host directory paths, "
+            f"got {host_dirs!r}"
+        )
     for key, value in options.env.items():
         if not isinstance(key, str) or not key or "=" in key or "\0" in key:
             raise ValueError(f"env: invalid variable name {key!r}")
@@ -509,7 +705,12 @@ def _check_options(options: SandboxOptions) -> Isolation:
             raise ValueError(f"env[{key!r}] must be a string without NUL bytes, got {value!r}")
         if key == MARKER_VARIABLE:
             raise ValueError(f"env: {MARKER_VARIABLE} is reserved by the local backend")
-    return isolation  # type: ignore[no-any-return]
+    dirs = tuple(os.path.normpath(d) for d in host_dirs)
+    return isolation, tmp_size, dirs
+
+
+def _positive_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 
 def _read_fd(fd: int, path: str) -> bytes:
