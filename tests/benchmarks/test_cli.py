@@ -176,3 +176,21 @@ def test_leaderboard_problems_name_every_non_comparable_setting() -> None:
         "the agent is the oracle",
     ]
     assert leaderboard_problems(env, TBLITE) == ["tblite has no leaderboard mode"]
+
+
+def test_help_imports_neither_the_endpoints_nor_atropos() -> None:
+    # hermes-bench --help answers at once: the agent loop's endpoints (openai) and
+    # atroposlib are imported only by the commands that need them.
+    probe = (
+        "import sys\n"
+        "from hermes_benchmarks.cli import main\n"
+        "main(['--help'])\n"
+        "heavy = [m for m in ('openai', 'atroposlib', 'hermes_loop.loop', 'datasets')"
+        " if m in sys.modules]\n"
+        "print(heavy, file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stderr.strip() == "[]"
+    assert done.stdout.strip() == USAGE

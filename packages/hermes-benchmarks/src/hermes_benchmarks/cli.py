@@ -23,26 +23,24 @@ import asyncio
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from hermes_benchmarks.agents import Agent, HermesAgent
 from hermes_benchmarks.config import BenchConfig, OpenAISection, Suite
 from hermes_benchmarks.errors import HermesBenchmarksError
-from hermes_benchmarks.evaluation import choose_agent, load_suite_tasks, run_suite
-from hermes_benchmarks.oracle import OracleAgent
-from hermes_benchmarks.progress import RunDisplay
-from hermes_benchmarks.report import results_tables
-from hermes_benchmarks.rescore import RESCORE_DIR, rescore_command
-from hermes_benchmarks.run import SUMMARY_FILE
 from hermes_benchmarks.suites import SUITES, YC_BENCH, default_yaml
-from hermes_benchmarks.summary import RunSummary
-from hermes_envs.cli import CliError, parse_flags
-from hermes_sandbox import stop_on_sigterm
+
+if TYPE_CHECKING:
+    from hermes_benchmarks.agents import Agent
+    from hermes_benchmarks.progress import RunDisplay
+    from hermes_benchmarks.summary import RunSummary
+
+# The agent loop, the endpoints (openai) and the run machinery are imported where a
+# command needs them, so that --help and a bad option answer at once.
 
 __all__ = ["COMMANDS", "USAGE", "main"]
 
@@ -113,6 +111,8 @@ def resolve(suite: Suite, args: Sequence[str]) -> tuple[BenchConfig, OpenAISecti
     Raises:
         _Refusal: a bad option, file or value (one line).
     """
+    from hermes_envs.cli import CliError, parse_flags  # pulls in atroposlib's config types
+
     try:
         flags = parse_flags(args)
     except CliError as error:
@@ -145,6 +145,10 @@ def resolve(suite: Suite, args: Sequence[str]) -> tuple[BenchConfig, OpenAISecti
 
 
 def _agent(command: str, config: BenchConfig, openai: OpenAISection) -> Agent:
+    from hermes_benchmarks.agents import HermesAgent
+    from hermes_benchmarks.evaluation import choose_agent
+    from hermes_benchmarks.oracle import OracleAgent
+
     if command == "check":
         return OracleAgent()
 
@@ -164,12 +168,17 @@ def _agent(command: str, config: BenchConfig, openai: OpenAISection) -> Agent:
 async def _evaluate(
     suite: Suite, command: str, config: BenchConfig, openai: OpenAISection, display: RunDisplay
 ) -> RunSummary:
+    from hermes_benchmarks.evaluation import load_suite_tasks, run_suite
+
     tasks = await asyncio.to_thread(load_suite_tasks, suite, config)
     agent = _agent(command, config, openai)
     return await run_suite(suite, config, tasks, agent, on_progress=display)
 
 
 def _report(console: Console, command: str, summary: RunSummary, config: BenchConfig) -> int:
+    from hermes_benchmarks.report import results_tables
+    from hermes_benchmarks.run import SUMMARY_FILE
+
     for table in results_tables(summary):
         console.print(table)
     for note in summary.notes:
@@ -192,6 +201,8 @@ def _report(console: Console, command: str, summary: RunSummary, config: BenchCo
 def _list(console: Console, suite: Suite, config: BenchConfig) -> int:
     """Print the suite's tasks (from ``tasks_dir`` or the dataset) without running any:
     a table on a terminal, tab-separated lines with a header when piped."""
+    from hermes_benchmarks.evaluation import load_suite_tasks
+
     tasks = load_suite_tasks(suite, config)
     header = ("task", "tier", "category", "agent_s", "verifier_s", "image", "verifier")
     rows = []
@@ -258,6 +269,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         config, openai = resolve(suite, rest)
         if command == "list":
             return _list(console, suite, config)
+        from hermes_benchmarks.progress import RunDisplay
+        from hermes_benchmarks.rescore import RESCORE_DIR, rescore_command
+        from hermes_sandbox import stop_on_sigterm
+
         try:
             with stop_on_sigterm():
                 if command == "rescore":
