@@ -9,6 +9,25 @@ holds the container open, removes it after ``terminal_lifetime`` should the host
 die without closing it (``AutoRemove``), and kills every process in the container on
 ``SIGUSR1``.
 
+A container keeps its image's own environment: its ``ENV`` (``PATH`` and all), its
+``WORKDIR`` (commands start there unless ``workdir`` says otherwise; ``/workspace`` when
+neither does) and its ``USER`` (commands run as that user unless ``user`` says otherwise;
+``exec(..., session=False, user=...)`` picks one for a single command); ``env`` adds to
+the image's variables.
+
+What the backend itself runs in a container never comes from anything a command can
+change: the keeper, the command wrapper, the kill and stop scripts and the ``mkdir`` of
+uploads run as ``/.hermes/bash`` and ``/.hermes/busybox``, static binaries (Debian's
+``bash-static`` and ``busybox-static``) on a docker volume mounted read-only in every
+container (filled once per daemon from the busybox base image, see ``_helper``). A
+command is root in its container but has no ``CAP_SYS_ADMIN``: it cannot write to that
+mount, remount it or shadow it, so a ``bash``, ``setsid`` or ``kill`` planted in
+``/usr/local/bin`` or first on ``PATH`` changes nothing of what the harness runs; the
+kill and stop scripts use only the helper's builtins and ``/proc``, and files move through
+the daemon's archive API. Images without bash work the same way (commands run in the
+helper's bash). The keeper and the stop and kill scripts run as root, whatever the user
+of the commands.
+
 Commands run as ``docker exec`` instances. Their output is read straight from the
 daemon's socket with asyncio (the upgraded ``/exec/{id}/start`` stream), so a running
 command holds no thread, and it goes into an ``OutputCollector`` as it arrives. The command
@@ -32,6 +51,8 @@ The modules, each importing only those above it in this list:
   base images from Debian's packages, a task's image from its Dockerfile; ``cli``
   (``python -m hermes_sandbox.backends.docker``) builds base images from a shell;
 - ``_labels``: ``RUN_ID`` and the labels on every container;
+- ``_helper``: the read-only helper volume (static bash and busybox) every container
+  mounts;
 - ``_spec``: ``ContainerSpec``, the options checked;
 - ``_scripts``: the bash the backend runs inside containers;
 - ``_launch``: ``start_container``, a container of a spec, with its keeper;

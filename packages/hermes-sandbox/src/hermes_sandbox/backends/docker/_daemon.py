@@ -178,9 +178,16 @@ class DockerDaemon:
 
     # exec -------------------------------------------------------------------------
     async def exec_create(
-        self, container: str, cmd: list[str], env: Mapping[str, str] | None = None
+        self,
+        container: str,
+        cmd: list[str],
+        env: Mapping[str, str] | None = None,
+        *,
+        user: str = "",
+        stdin: bool = False,
     ) -> str:
-        """Create an exec instance; its id.
+        """Create an exec instance; its id. ``user``: who it runs as (``""``: the
+        container's user); ``stdin``: whether it reads what is written to its stream.
 
         Raises:
             SandboxClosedError: if the container is gone or not running.
@@ -193,9 +200,10 @@ class DockerDaemon:
                 cmd,
                 stdout=True,
                 stderr=True,
-                stdin=False,
+                stdin=stdin,
                 tty=False,
                 environment=dict(env) if env else None,
+                user=user,
             )
         except docker.errors.APIError as exc:
             if exc.status_code in (404, 409):
@@ -206,7 +214,9 @@ class DockerDaemon:
             raise SandboxError(f"docker: could not create an exec: {explain(exc)}") from exc
         return str(made["Id"])
 
-    async def exec_run(self, container: str, cmd: list[str]) -> tuple[int, bytes]:
+    async def exec_run(
+        self, container: str, cmd: list[str], env: Mapping[str, str] | None = None
+    ) -> tuple[int, bytes]:
         """Run a short command to its end (no streaming); exit code and output.
 
         Raises:
@@ -214,7 +224,7 @@ class DockerDaemon:
             SandboxError: if the exec could not start.
         """
         docker = load_sdk()
-        exec_id = await self.exec_create(container, cmd)
+        exec_id = await self.exec_create(container, cmd, env)
         try:
             output = await self.call(self.api.exec_start, exec_id)
         except docker.errors.APIError as exc:
@@ -335,8 +345,11 @@ class DockerDaemon:
         except docker.errors.APIError as exc:
             raise SandboxError(f"docker: download failed: {explain(exc)}") from exc
 
-    async def put_archive(self, container: str, directory: str, archive: bytes) -> None:
-        """Unpack a tar into ``directory`` of the container.
+    async def put_archive(
+        self, container: str, directory: str, archive: bytes | Iterator[bytes]
+    ) -> None:
+        """Unpack a tar (bytes, or chunks sent as they come) into ``directory`` of the
+        container.
 
         Raises:
             SandboxClosedError: if the container is gone.
