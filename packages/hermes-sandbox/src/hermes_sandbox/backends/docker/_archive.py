@@ -3,26 +3,14 @@
 from __future__ import annotations
 
 import io
-import os
-import shutil
 import tarfile
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from hermes_sandbox.backends.docker._stream import CHUNK
 
-__all__ = [
-    "FILE_CHUNK",
-    "copy_single_file",
-    "file_tar_stream",
-    "read_single_file",
-    "single_file_tar",
-]
-
-#: Bytes read from a host file at a time when streaming it into a tar.
-FILE_CHUNK = 1 << 20
+__all__ = ["read_single_file", "single_file_tar"]
 
 
 def single_file_tar(name: str, data: bytes, mode: int) -> bytes:
@@ -35,52 +23,6 @@ def single_file_tar(name: str, data: bytes, mode: int) -> bytes:
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as archive:
         archive.addfile(info, io.BytesIO(data))
     return buffer.getvalue()
-
-
-def file_tar_stream(source: Path, name: str, mode: int) -> Iterator[bytes]:
-    """A tar holding the host file ``source`` as ``name`` (permission bits ``mode``),
-    produced piece by piece: the file is never held whole.
-
-    Raises:
-        FileNotFoundError: if ``source`` does not exist (when iteration starts).
-        ValueError: if the file changed size while it was read.
-    """
-    with source.open("rb") as file:
-        size = os.fstat(file.fileno()).st_size
-        info = tarfile.TarInfo(name)
-        info.size = size
-        info.mode = mode
-        info.mtime = int(time.time())
-        yield info.tobuf(format=tarfile.PAX_FORMAT)
-        left = size
-        while left:
-            chunk = file.read(min(FILE_CHUNK, left))
-            if not chunk:
-                raise ValueError(f"{source} shrank while it was uploaded")
-            left -= len(chunk)
-            yield chunk
-    yield b"\0" * ((-size) % tarfile.BLOCKSIZE) + b"\0" * (2 * tarfile.BLOCKSIZE)
-
-
-def copy_single_file(chunks: Iterator[bytes], path: str, target: Path) -> None:
-    """Write the first regular file of the tar streamed as ``chunks`` to ``target``
-    (parents made), a chunk at a time.
-
-    Raises:
-        FileNotFoundError: if the tar holds no regular file (``path`` names it).
-        tarfile.TarError: if the stream is not a tar.
-    """
-    reader = io.BufferedReader(_ChunkReader(chunks), CHUNK)
-    with tarfile.open(fileobj=reader, mode="r|") as archive:
-        for member in archive:
-            if member.isfile():
-                extracted = archive.extractfile(member)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                with target.open("wb") as sink:
-                    if extracted is not None:
-                        shutil.copyfileobj(extracted, sink, FILE_CHUNK)
-                return
-    raise FileNotFoundError(f"{path} is not a regular file")
 
 
 def read_single_file(chunks: Iterator[bytes], path: str) -> bytes:

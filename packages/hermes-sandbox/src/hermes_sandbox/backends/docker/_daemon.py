@@ -12,9 +12,11 @@ import asyncio
 import base64
 import binascii
 import contextlib
+import http.client
 import json
 import logging
 import os
+import socket
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final, TypeVar
 from urllib.parse import quote, urlparse
@@ -266,6 +268,36 @@ class DockerDaemon:
             return await asyncio.open_connection(*self._tcp, limit=READ_LIMIT)
         except OSError as exc:
             raise DockerUnreachableError(_unreachable_message(self.base_url, exc)) from exc
+
+    def http_connection(self, timeout: float = API_TIMEOUT) -> http.client.HTTPConnection:
+        """A plain blocking HTTP connection to the daemon (for bulk transfers that the
+        SDK's client would copy in small pieces); the caller closes it.
+
+        Raises:
+            DockerUnreachableError: if the daemon cannot be reached.
+        """
+        try:
+            if self._unix_path is not None:
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                sock.settimeout(timeout)
+                try:
+                    sock.connect(self._unix_path)
+                except BaseException:
+                    sock.close()
+                    raise
+                connection = http.client.HTTPConnection("docker", timeout=timeout)
+                connection.sock = sock
+                return connection
+            assert self._tcp is not None
+            connection = http.client.HTTPConnection(*self._tcp, timeout=timeout)
+            connection.connect()
+            return connection
+        except OSError as exc:
+            raise DockerUnreachableError(_unreachable_message(self.base_url, exc)) from exc
+
+    def archive_path(self, container: str, path: str) -> str:
+        """The request path of the archive endpoint for ``path`` in ``container``."""
+        return f"/v{self.version}/containers/{quote(container)}/archive?path={quote(path, safe='')}"
 
     async def exec_stream(self, exec_id: str) -> ExecStream:
         """Start an exec and return its output stream (read with asyncio).

@@ -6,16 +6,10 @@ import asyncio
 import contextlib
 import logging
 import posixpath
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Final
 
-from hermes_sandbox.backends.docker._archive import (
-    copy_single_file,
-    file_tar_stream,
-    read_single_file,
-    single_file_tar,
-)
+from hermes_sandbox.backends.docker._archive import read_single_file, single_file_tar
 from hermes_sandbox.backends.docker._daemon import DockerDaemon, resolve_docker_host
 from hermes_sandbox.backends.docker._helper import HELPER_BUSYBOX
 from hermes_sandbox.backends.docker._labels import LABEL, LABEL_RUN, LABEL_TASK, RUN_ID
@@ -28,6 +22,7 @@ from hermes_sandbox.backends.docker._scripts import (
 )
 from hermes_sandbox.backends.docker._session import Running, Session, SessionPool
 from hermes_sandbox.backends.docker._spec import DEFAULT_WORKDIR, ContainerSpec, check_user
+from hermes_sandbox.backends.docker._transfer import download_file, upload_file
 from hermes_sandbox.backends.docker.pool import DockerWarmPool
 from hermes_sandbox.base import Sandbox
 from hermes_sandbox.errors import SandboxClosedError, SandboxError
@@ -322,9 +317,24 @@ class DockerSandbox(Sandbox):
         if not await asyncio.to_thread(source.is_file):
             raise FileNotFoundError(f"no file {source} to upload")
         await self._ready()
-        real, mode = await self._target(self.resolve(remote))
+        daemon, container = self._require()
+        real, mode, exists = await self._target(self.resolve(remote))
         parent, name = posixpath.split(real)
-        await self._put(parent or "/", lambda: file_tar_stream(source, name, mode))
+        directory = parent or "/"
+        if not exists and await self._stat(directory) is None:
+            await self._mkdir(directory)
+        try:
+            await daemon.call(upload_file, daemon, container, directory, source, name, mode)
+            return
+        except FileNotFoundError:
+            if not await asyncio.to_thread(source.is_file):
+                raise
+            await self._mkdir(directory)
+        except NotADirectoryError as exc:
+            raise NotADirectoryError(
+                f"{directory} is not a directory in sandbox {self.task_id}"
+            ) from exc
+        await daemon.call(upload_file, daemon, container, directory, source, name, mode)
 
     async def download_file(self, remote: str, local: str | Path) -> None:
         """Copy a sandbox file to the host (parent directories are created), streamed.
@@ -341,15 +351,11 @@ class DockerSandbox(Sandbox):
             raise FileNotFoundError(f"no such file in sandbox {self.task_id}: {path}")
         if int(stat.get("mode", 0)) & _DIR_BIT:
             raise IsADirectoryError(f"{path} is a directory in sandbox {self.task_id}")
-        target = Path(local)
+        await daemon.call(download_file, daemon, container, real, Path(local))
 
-        def copy() -> None:
-            copy_single_file(daemon.iter_archive(container, real), real, target)
-
-        await daemon.fetch(container, copy)
-
-    async def _target(self, path: str) -> tuple[str, int]:
-        """Where a write to ``path`` lands (symlinks followed) and the mode to give it.
+    async def _target(self, path: str) -> tuple[str, int, bool]:
+        """Where a write to ``path`` lands (symlinks followed), the mode to give it, and
+        whether a file is there already.
 
         Raises:
             IsADirectoryError: if it is a directory.
@@ -361,7 +367,7 @@ class DockerSandbox(Sandbox):
             if file_mode & _DIR_BIT:
                 raise IsADirectoryError(f"{path} is a directory in sandbox {self.task_id}")
             mode = file_mode & 0o7777
-        return real, mode
+        return real, mode, stat is not None
 
     async def _write_bytes(self, path: str, data: bytes) -> None:
         real, stat = await self._resolve_file(path)
@@ -375,10 +381,10 @@ class DockerSandbox(Sandbox):
         archive = await asyncio.to_thread(single_file_tar, name, data, mode)
         await self._put(parent or "/", archive)
 
-    async def _put(self, directory: str, archive: bytes | Callable[[], Iterator[bytes]]) -> None:
+    async def _put(self, directory: str, archive: bytes) -> None:
         daemon, container = self._require()
         try:
-            await daemon.put_archive(container, directory, _data(archive))
+            await daemon.put_archive(container, directory, archive)
             return
         except FileNotFoundError:
             await self._mkdir(directory)
@@ -387,7 +393,7 @@ class DockerSandbox(Sandbox):
                 f"{directory} is not a directory in sandbox {self.task_id}"
             ) from exc
         try:
-            await daemon.put_archive(container, directory, _data(archive))
+            await daemon.put_archive(container, directory, archive)
         except FileNotFoundError as exc:
             raise FileNotFoundError(f"cannot create {directory} in sandbox {self.task_id}") from exc
 
@@ -430,8 +436,3 @@ async def _end_of(session: Session, running: Running) -> int:
         running.finish(await session.status_of_death())
     assert running.status is not None
     return running.status
-
-
-def _data(archive: bytes | Callable[[], Iterator[bytes]]) -> bytes | Iterator[bytes]:
-    """The archive to send: the bytes, or a fresh stream from the factory."""
-    return archive if isinstance(archive, bytes) else archive()

@@ -1,5 +1,5 @@
-"""The bash programs the backend runs inside a container, and the parser of what the
-command wrapper reports.
+"""The bash programs the backend runs inside a container (the command sessions' own loop
+is in ``_session``).
 
 Every one runs as the helper's static bash (``HELPER_BASH``, see ``_helper``) with
 ``harness_argv``, and calls any program it needs by the helper's absolute path
@@ -7,27 +7,22 @@ Every one runs as the helper's static bash (``HELPER_BASH``, see ``_helper``) wi
 command may have filled with impostors.
 
 - ``KEEPER``: init's only child, which holds the container open until its deadline.
-- ``EXEC_WRAPPER``: runs each command in a session of its own and reports the session id
-  on stderr (read by ``SessionId``).
 - ``KILL_SCRIPT``: kills a command's session and every descendant.
 - ``STOP_SCRIPT``: kills every process of the container but init, the keeper and itself.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Final
 
 from hermes_sandbox.backends.docker._helper import HELPER_BASH, HELPER_BUSYBOX
 
 __all__ = [
-    "EXEC_WRAPPER",
     "HARNESS_ENV",
     "KEEPER",
     "KILL_SCRIPT",
     "STOP_SCRIPT",
-    "SessionId",
     "harness_argv",
 ]
 
@@ -59,13 +54,6 @@ fi
 end=$((SECONDS + $1))
 while [ "$SECONDS" -lt "$end" ]; do nap "$((end - SECONDS))"; done
 """
-
-# What each command's exec runs: the wrapped script in a new session, whose id (= its pid)
-# goes out on stderr, which the command itself never uses (its stderr joins stdout).
-EXEC_WRAPPER: Final = (
-    f'{HELPER_BUSYBOX} setsid {HELPER_BASH} -c "$1" 2>&1 & echo "$!" >&2; '
-    'exec 2>/dev/null; wait "$!"'
-)
 
 # Kills a command's session ($1: its id = the leader's pid): every process of the session
 # and every descendant of one (setsid children too), frozen first so none forks meanwhile,
@@ -135,44 +123,3 @@ exit 1
 # ``BB`` in the two scripts above stands for the helper's busybox.
 KEEPER: Final = _KEEPER.replace("BB ", f"{HELPER_BUSYBOX} ")
 STOP_SCRIPT: Final = _STOP.replace("BB ", f"{HELPER_BUSYBOX} ")
-
-
-class SessionId:
-    """Parses the first line of ``EXEC_WRAPPER``'s stderr: the command's session id.
-
-    ``value`` is the id once known (0 when the line was not one: whatever came is then
-    passed on to ``stray``); ``known`` is set at that moment.
-    """
-
-    __slots__ = ("_buffer", "_stray", "known", "value")
-
-    def __init__(self, stray: Callable[[bytes], None]) -> None:
-        self._buffer = b""
-        self._stray = stray
-        self.value: int | None = None
-        self.known = asyncio.Event()
-
-    def feed(self, data: bytes) -> None:
-        """Take the next piece of the exec's stderr."""
-        if self.value is not None:
-            self._stray(data)
-            return
-        self._buffer += data
-        line, newline, rest = self._buffer.partition(b"\n")
-        if newline:
-            self._buffer = b""
-            if line.strip().isdigit():
-                self._set(int(line))
-                if rest:
-                    self._stray(rest)
-            else:
-                self._set(0)
-                self._stray(line + newline + rest)
-        elif len(self._buffer) > 64:
-            self._set(0)
-            self._stray(self._buffer)
-            self._buffer = b""
-
-    def _set(self, value: int) -> None:
-        self.value = value
-        self.known.set()

@@ -2,8 +2,9 @@
 
 Starting a ``docker exec`` costs tens of milliseconds of the daemon's time; writing a
 command to a shell that already runs costs about one. A ``Session`` is one ``docker exec``
-of the helper's bash running ``SESSION_SERVER``: it reads a command (a token line, the
-script, the token line again), starts it as ``/.hermes/bash -c SCRIPT`` in a session of
+of the helper's bash running ``SESSION_SERVER``: it reads a command (a line ``TOKEN
+LENGTH``, then the script's ``LENGTH`` bytes, read at once with ``read -N`` in the C
+locale), starts it as ``/.hermes/bash -c SCRIPT`` in a session of
 its own (``setsid``, stdin ``/dev/null``, stderr joined to stdout), reports its session id
 on stderr (``TOKEN SID``), waits for it and writes ``TOKEN STATUS`` on stdout after the
 command's last byte. The token is random per command, so the command's output (any bytes)
@@ -37,20 +38,14 @@ log = logging.getLogger(__name__)
 
 #: The shell loop a session runs (builtins only, apart from the helper's own binaries).
 SESSION_SERVER: Final = f"""
-while IFS= read -r t; do
-  s=
-  while IFS= read -r l; do
-    [ "$l" = "$t" ] && break
-    s+=$l$'\\n'
-  done
+while IFS=' ' read -r t n; do
+  IFS= LC_ALL=C read -r -N "$n" s
   {HELPER_BUSYBOX} setsid {HELPER_BASH} -c "$s" </dev/null 2>&1 &
   printf '%s %s\\n' "$t" "$!" >&2
   wait "$!"
   printf '%s %s\\n' "$t" "$?"
 done
 """
-
-_TOKEN_BYTES: Final = 16
 
 
 class Running:
@@ -174,10 +169,11 @@ class Session:
             SandboxClosedError: if the session's input is closed.
         """
         self.running = running
-        line = f"{running.token}\n".encode()
-        body = script if script.endswith("\n") else script + "\n"
+        # A NUL cannot be in a command line (nor would ``read`` keep it): leave it out so
+        # that the length sent is the length read.
+        body = script.replace("\0", "").encode()
         try:
-            await self.stream.send(line + body.encode() + line)
+            await self.stream.send(f"{running.token} {len(body)}\n".encode() + body)
         except BaseException:
             self.retired = True
             raise
