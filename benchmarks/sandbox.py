@@ -56,7 +56,7 @@ EXEC_RUN_BAR = 0.1
 EXEC_LIMIT_MS = 5.0
 TRANSFER_FLOOR = 1.0
 #: Paired transfer samples per direction (half of it, at least 3, with --quick).
-TRANSFER_PAIRS = 7
+TRANSFER_PAIRS = 11
 
 
 @dataclass
@@ -325,7 +325,9 @@ async def bench_docker(settings: Settings, payload: Path, scratch: Path) -> list
             subprocess.run(["docker", *argv], check=True, capture_output=True)
 
         # Paired samples, alternating sides (both meet the same load); the median of
-        # each side and of the per-pair ratios.
+        # each side and of the per-pair ratios. A first pair warms both sides up.
+        await sandbox.upload_file(payload, "/tmp/bench-ours.bin")
+        docker_cli("cp", str(payload), f"{container}:/tmp/bench-cli.bin")
         ups: list[tuple[float, float]] = []
         downs: list[tuple[float, float]] = []
         for _ in range(TRANSFER_PAIRS if settings.rounds > 2 else max(3, TRANSFER_PAIRS // 2)):

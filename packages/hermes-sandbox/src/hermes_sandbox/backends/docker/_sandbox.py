@@ -345,13 +345,19 @@ class DockerSandbox(Sandbox):
         """
         await self._ready()
         daemon, container = self._require()
-        path = self.resolve(remote)
-        real, stat = await self._resolve_file(path)
-        if stat is None:
-            raise FileNotFoundError(f"no such file in sandbox {self.task_id}: {path}")
-        if int(stat.get("mode", 0)) & _DIR_BIT:
-            raise IsADirectoryError(f"{path} is a directory in sandbox {self.task_id}")
-        await daemon.call(download_file, daemon, container, real, Path(local))
+        path = real = self.resolve(remote)
+        target = Path(local)
+        for _ in range(_MAX_LINKS):
+            try:
+                link = await daemon.call(download_file, daemon, container, real, target)
+            except FileNotFoundError as exc:
+                raise FileNotFoundError(f"no such file in sandbox {self.task_id}: {path}") from exc
+            except IsADirectoryError as exc:
+                raise IsADirectoryError(f"{path} is a directory in sandbox {self.task_id}") from exc
+            if link is None:
+                return
+            real = link
+        raise OSError(f"too many levels of symbolic links at {path} in sandbox {self.task_id}")
 
     async def _target(self, path: str) -> tuple[str, int, bool]:
         """Where a write to ``path`` lands (symlinks followed), the mode to give it, and

@@ -10,6 +10,8 @@ as fast as ``docker cp``, which does the same through the same endpoints.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import http.client
 import json
 import os
@@ -18,7 +20,7 @@ import tarfile
 import threading
 import time
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from hermes_sandbox.backends.docker._daemon import DockerDaemon
 from hermes_sandbox.errors import SandboxClosedError, SandboxError
@@ -29,6 +31,8 @@ __all__ = ["TRANSFER_CHUNK", "download_file", "upload_file"]
 TRANSFER_CHUNK: Final = 1 << 20
 
 _BLOCK: Final = tarfile.BLOCKSIZE
+_DIR_BIT: Final = 1 << 31  # Go's os.ModeDir, as in the daemon's path stat
+_SYMLINK_BIT: Final = 1 << 27  # Go's os.ModeSymlink
 #: Buffers a download cycles through (read into one while another is written).
 _BUFFERS: Final = 3
 
@@ -78,12 +82,14 @@ def upload_file(
             connection.close()
 
 
-def download_file(daemon: DockerDaemon, container: str, path: str, target: Path) -> None:
+def download_file(daemon: DockerDaemon, container: str, path: str, target: Path) -> str | None:
     """Write the regular file ``path`` of ``container`` to the host file ``target``
-    (parents made).
+    (parents made); or, when ``path`` is a symbolic link, write nothing and return the
+    path it points to (the daemon's ``linkTarget``) for the caller to follow.
 
     Raises:
         FileNotFoundError: if there is no such file (or it is not a regular file).
+        IsADirectoryError: if it is a directory.
         SandboxClosedError: if the container is gone.
         SandboxError: for another refusal or a broken answer.
         DockerUnreachableError: if the daemon cannot be reached.
@@ -94,9 +100,26 @@ def download_file(daemon: DockerDaemon, container: str, path: str, target: Path)
         response = connection.getresponse()
         if response.status >= 300:
             _refused(response.status, response.read(), container, path, upload=False)
+        stat = _path_stat(response.getheader("X-Docker-Container-Path-Stat") or "")
+        mode = int(stat.get("mode", 0))
+        if mode & _DIR_BIT:
+            raise IsADirectoryError(f"{path} is a directory")
+        link = str(stat.get("linkTarget") or "")
+        if mode & _SYMLINK_BIT and link and link != path:
+            return link
         _copy_first_file(response, path, target)
+        return None
     finally:
         connection.close()
+
+
+def _path_stat(encoded: str) -> dict[str, Any]:
+    """The daemon's stat of the archived path, from its base64 JSON header ({} if none)."""
+    try:
+        stat = json.loads(base64.b64decode(encoded)) if encoded else {}
+    except (binascii.Error, ValueError):
+        return {}
+    return stat if isinstance(stat, dict) else {}
 
 
 def _copy_first_file(response: http.client.HTTPResponse, path: str, target: Path) -> None:
