@@ -299,3 +299,22 @@ async def test_output_left_by_a_background_job_retires_its_session(setup: Docker
         assert retired.retired
         assert (await sb.exec("echo clean")).output == "clean\n"
         assert retired not in sb._sessions._sessions
+
+
+async def test_commands_cancelled_at_once_leave_no_busy_shell(setup: DockerSetup) -> None:
+    async with sandbox(setup.image) as sb:
+        await sb.exec("nohup sleep 7100009 >/dev/null 2>&1 &")
+        for delay in (0, 0, 0.001, 0.005, 0.02):
+            task = asyncio.ensure_future(sb.exec("sleep 7100008"))
+            await asyncio.sleep(delay)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        for _ in range(100):  # the cancelled commands' ends are read in the background
+            if not any(s.busy for s in sb._sessions._sessions):
+                break
+            await asyncio.sleep(0.05)
+        assert not any(s.busy for s in sb._sessions._sessions)
+        assert not await _running(sb, "sleep 7100008")
+        assert await _running(sb, "sleep 7100009")  # a cancel kills only its own command
+        assert (await sb.exec("echo fine")).output == "fine\n"

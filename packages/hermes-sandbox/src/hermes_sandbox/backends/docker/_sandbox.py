@@ -199,36 +199,48 @@ class DockerSandbox(Sandbox):
         running = Running(collector.feed)
         session = await sessions.take(user)
         try:
-            await session.start(script, running)
-        except SandboxClosedError:  # it died idle: the command goes to a fresh one
-            session = await sessions.take(user)
-            await session.start(script, running)
+            try:
+                await session.start(script, running)
+            except SandboxClosedError:  # it died idle: the command goes to a fresh one
+                session = await sessions.take(user)
+                running = Running(collector.feed)
+                await session.start(script, running)
+        except BaseException:
+            # Cancelled (or failed) while sending: the command may have gone out anyway.
+            await asyncio.shield(self._kill_running(daemon, container, session, running))
+            raise
         end = asyncio.ensure_future(_end_of(session, running))
         try:
             done, _ = await asyncio.wait({end}, timeout=timeout)
             if not done:
                 # Timed out: kill the command's session (the shell session goes on),
                 # then keep what the dying command still prints.
-                await self._kill_running(daemon, container, running)
+                await self._kill_running(daemon, container, session, running)
                 await asyncio.wait({end}, timeout=KILL_DRAIN)
                 return ExecResult(collector.text(), 124, True, collector.truncated)
             code = end.result()
         except BaseException:
             # Cancelled: the command must not outlive us.
-            await asyncio.shield(self._kill_running(daemon, container, running))
+            await asyncio.shield(self._kill_running(daemon, container, session, running))
             raise
         finally:
             end.cancel()
         return ExecResult(collector.text(), code, False, collector.truncated)
 
-    async def _kill_running(self, daemon: DockerDaemon, container: str, running: Running) -> None:
-        """Kill a command started in a session (once its id is known, if it comes)."""
+    async def _kill_running(
+        self, daemon: DockerDaemon, container: str, session: Session, running: Running
+    ) -> None:
+        """Kill a command started in ``session`` (once its id is known, if it comes); a
+        command that never reached the shell, or whose shell died before it started,
+        leaves nothing to kill."""
         if running.done.is_set():
             return
         if running.sid is None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(running.sid_known.wait(), KILL_DRAIN)
         if running.done.is_set():
+            return
+        if running.sid is None and (session.broken or session.ended.is_set()):
             return
         await self._kill_session(daemon, container, running.sid)
 

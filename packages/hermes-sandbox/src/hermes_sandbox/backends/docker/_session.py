@@ -31,6 +31,7 @@ from hermes_sandbox.backends.docker._daemon import DockerDaemon
 from hermes_sandbox.backends.docker._helper import HELPER_BASH, HELPER_BUSYBOX
 from hermes_sandbox.backends.docker._scripts import harness_argv
 from hermes_sandbox.backends.docker._stream import ExecStream
+from hermes_sandbox.errors import SandboxClosedError
 
 __all__ = ["SESSION_SERVER", "Running", "Session", "SessionPool"]
 
@@ -129,6 +130,8 @@ class Session:
         #: Taken for a command (from ``SessionPool.take`` until that command's end is read).
         self.busy = False
         self.retired = False
+        #: Whether sending a command failed (it never reached the shell).
+        self.broken = False
         self.ended = asyncio.Event()
         self._errors = bytearray()
         self._pump = asyncio.ensure_future(stream.pump(self._stdout, self._stderr))
@@ -174,8 +177,15 @@ class Session:
         body = script.replace("\0", "").encode()
         try:
             await self.stream.send(f"{running.token} {len(body)}\n".encode() + body)
+        except SandboxClosedError:
+            # The connection is gone: the command never reached the shell.
+            self.retired = self.broken = True
+            self.busy = False
+            running.sid_known.set()
+            raise
         except BaseException:
-            self.retired = True
+            # Cancelled while the bytes drain: they still go out, and the command runs
+            # (the caller kills it); this session then ends its command as usual.
             raise
 
     async def status_of_death(self) -> int:
@@ -251,10 +261,22 @@ class SessionPool:
             if session.loop is loop and session.user == user and session.usable:
                 session.busy = True
                 return session
-        session = await Session.open(self._daemon, self._container, self._env, user)
+        opening = asyncio.ensure_future(
+            Session.open(self._daemon, self._container, self._env, user)
+        )
+        try:
+            session = await asyncio.shield(opening)
+        except asyncio.CancelledError:
+            # Cancelled while the exec starts: keep it for later commands, not leaked.
+            opening.add_done_callback(self._adopt_opened)
+            raise
         session.busy = True
         self._sessions.append(session)
         return session
+
+    def _adopt_opened(self, opening: asyncio.Future[Session]) -> None:
+        if not opening.cancelled() and opening.exception() is None:
+            self._sessions.append(opening.result())
 
     def _drain(self, session: Session) -> None:
         """Let a session that gets no more commands end in the background."""
