@@ -166,6 +166,11 @@ async def test_one_command_as_another_user(task_image: str) -> None:
         root = await sb.exec("id -u; pwd; echo $HERMES_IMAGE_VAR", session=False, user="0")
         assert root.output == "0\n/app\nfrom-image\n"
         assert (await sb.exec("id -u")).output == "1234\n"
+        # A user the image does not know: docker's own words, as docker exec gives them.
+        unknown = await sb.exec("true", session=False, user="nosuchuser")
+        assert unknown.exit_code == 126
+        assert "unable to find user nosuchuser" in unknown.output
+        assert (await sb.exec("id -u")).output == "1234\n"
         with pytest.raises(ValueError, match=r"exec\(user=\.\.\.\) must be a user name or uid"):
             await sb.exec("true", session=False, user="bad user")
         with pytest.raises(ValueError, match="option 'user'"):

@@ -49,6 +49,10 @@ done
 """
 
 
+#: Bytes kept of what a session printed before its first command.
+_EARLY_LIMIT: Final = 4096
+
+
 class Running:
     """One command in a session: where its output goes, its session id once reported,
     and its status once it ended (``done``)."""
@@ -132,6 +136,8 @@ class Session:
         self.retired = False
         #: Whether sending a command failed (it never reached the shell).
         self.broken = False
+        self._started_any = False
+        self._early = bytearray()
         self.ended = asyncio.Event()
         self._errors = bytearray()
         self._pump = asyncio.ensure_future(stream.pump(self._stdout, self._stderr))
@@ -172,6 +178,10 @@ class Session:
             SandboxClosedError: if the session's input is closed.
         """
         self.running = running
+        if not self._started_any:
+            self._started_any = True
+            if self._early:
+                running.feed(bytes(self._early))
         # A NUL cannot be in a command line (nor would ``read`` keep it): leave it out so
         # that the length sent is the length read.
         body = script.replace("\0", "").encode()
@@ -197,6 +207,10 @@ class Session:
     def _stdout(self, data: bytes) -> None:
         running = self.running
         if running is None:
+            if not self._started_any and len(self._early) < _EARLY_LIMIT:
+                # Before any command: the daemon's own complaint (e.g. no such user),
+                # shown as the first command's output.
+                self._early += data[: _EARLY_LIMIT - len(self._early)]
             self.retired = True  # something left behind writes into the session
             return
         rest = running.stdout(data)
