@@ -25,7 +25,7 @@ import dataclasses
 import os
 import runpy
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +109,14 @@ class NoKillAtTimeout(LocalSandbox):
         self.strays: list[asyncio.subprocess.Process] = []
 
     async def exec(
-        self, command: str, *, timeout: float | None = None, session: bool = True
+        self,
+        command: str,
+        *,
+        timeout: float | None = None,
+        session: bool = True,
+        env: Mapping[str, str] | None = None,
+        workdir: str | None = None,
+        user: str | None = None,
     ) -> ExecResult:
         await self.start()
         process = await asyncio.create_subprocess_exec(
@@ -272,7 +279,7 @@ def test_the_pytest_adapter_fails_and_skips_like_the_report(
 
 def test_every_check_has_a_description() -> None:
     # every check of the suite before it moved into the package, and 4 of verification
-    assert len(CHECKS) == 36
+    assert len(CHECKS) == 37
     for check in CHECKS.values():
         assert check.description, check.name
 

@@ -476,6 +476,34 @@ async def test_files_through_archives(setup: DockerSetup, tmp_path: Any) -> None
         assert await sb.read_file("/srv/new/place/a/x.txt") == b"x"
 
 
+async def test_file_uploads_and_downloads_stream(setup: DockerSetup, tmp_path: Any) -> None:
+    source = tmp_path / "big.bin"
+    payload = bytes(range(256)) * 40_000 + b"tail"  # not a multiple of the tar block
+    source.write_bytes(payload)
+    async with sandbox(setup) as sb:
+        await sb.upload_file(source, "/srv/new/deep/big.bin")  # parents made
+        assert (await sb.exec("wc -c < /srv/new/deep/big.bin")).output.strip() == str(len(payload))
+        await sb.exec("chmod 750 /srv/new/deep/big.bin && ln -s deep/big.bin /srv/new/link")
+        await sb.upload_file(source, "/srv/new/link")  # through the link, mode kept
+        assert (await sb.exec("stat -c %a /srv/new/deep/big.bin")).output == "750\n"
+        await sb.download_file("/srv/new/link", tmp_path / "back" / "big.bin")
+        assert (tmp_path / "back" / "big.bin").read_bytes() == payload
+        await sb.upload_file(tmp_path / "back" / "big.bin", "relative.bin")
+        assert (await sb.exec("cmp relative.bin /srv/new/deep/big.bin && echo same")).output == (
+            "same\n"
+        )
+        with pytest.raises(FileNotFoundError):
+            await sb.upload_file(tmp_path / "absent.bin", "/tmp/x")
+        with pytest.raises(IsADirectoryError):
+            await sb.upload_file(source, "/srv/new")
+        with pytest.raises(NotADirectoryError):
+            await sb.upload_file(source, "/srv/new/deep/big.bin/inside")
+        with pytest.raises(FileNotFoundError):
+            await sb.download_file("/srv/none", tmp_path / "none")
+        with pytest.raises(IsADirectoryError):
+            await sb.download_file("/srv/new", tmp_path / "dir")
+
+
 async def test_write_file_in_workdir_is_seen_by_commands(setup: DockerSetup) -> None:
     async with sandbox(setup) as sb:
         await sb.write_file("note.txt", "hello")

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import logging
 import os
 import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
@@ -37,7 +38,9 @@ from pydantic import (
 )
 
 from hermes_benchmarks.errors import TaskError
-from hermes_sandbox import SandboxOptions
+from hermes_sandbox import default_backends
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "AgentSection",
@@ -291,14 +294,24 @@ def _fill(value: str, name: str, section: str, task: str, environ: Mapping[str, 
     return _TEMPLATE.sub(one, value)
 
 
-def user_option(user: str | int | None) -> dict[str, str]:
-    """The ``create_sandbox`` option that runs commands as ``user`` (empty for None).
+def user_option(user: str | int | None, backend: str) -> dict[str, str]:
+    """The sandbox option that runs the agent's commands as ``user`` (harbor's ``[agent]
+    user``), on a backend that can switch users (``supports_user``: docker); nothing for
+    no user, or on a backend that cannot (logged: its commands run as the backend's own
+    user, as they would without the field).
 
-    ADAPTER (issue 21): the docker backend's per-sandbox ``user`` option comes with the
-    backend's exec change; until ``SandboxOptions`` has a ``user`` field the task's user
-    is not applied (commands run as the image's ``USER``) and this returns nothing.
+    Raises:
+        UnknownBackendError: ``backend`` is not a known sandbox backend.
     """
-    if user is None or "user" not in {f.name for f in fields(SandboxOptions)}:
+    if user is None:
+        return {}
+    if not default_backends.get(backend).supports_user:
+        log.warning(
+            "task asks for user %r; the %s backend cannot switch users: its commands run as "
+            "the backend's own user",
+            user,
+            backend,
+        )
         return {}
     return {"user": str(user)}
 

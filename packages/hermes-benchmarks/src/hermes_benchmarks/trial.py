@@ -164,7 +164,7 @@ def _task_options(task: Task, settings: TrialSettings) -> dict[str, Any]:
         options["env"] = {**dict(options.get("env") or {}), **task.resolved_env("environment")}
     if environment.workdir:
         options["workdir"] = environment.workdir
-    options.update(user_option(task.config.agent.user))
+    options.update(user_option(task.config.agent.user, settings.backend))
     return options
 
 

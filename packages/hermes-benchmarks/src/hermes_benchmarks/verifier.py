@@ -20,7 +20,6 @@ else the agent did — files, processes, a planted ``/tests`` or reward — can 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import shlex
 from collections.abc import Awaitable, Callable
@@ -62,13 +61,9 @@ def _tail(text: str, limit: int = 300) -> str:
 
 
 def _exec_user(sandbox: Sandbox, user: str | int | None) -> dict[str, Any]:
-    """The ``exec`` keyword that runs the tests as ``[verifier] user`` (empty for None).
-
-    ADAPTER (issue 21): a per-command ``user`` of ``Sandbox.exec`` comes with the
-    backend's exec change; until ``exec`` takes one, the tests run as the image's
-    ``USER`` and this returns nothing.
-    """
-    if user is None or "user" not in inspect.signature(sandbox.exec).parameters:
+    """The ``exec`` keyword that runs the tests as ``[verifier] user``: empty for no user
+    or a backend that cannot switch users (the tests then run as its own user)."""
+    if user is None or not sandbox.supports_user:
         return {}
     return {"user": str(user)}
 

@@ -6,6 +6,7 @@ import asyncio
 import io
 import logging
 import posixpath
+import re
 import tarfile
 import time
 import uuid
@@ -26,6 +27,8 @@ from hermes_sandbox.teardown import finish, run_detached
 __all__ = ["Sandbox"]
 
 _log = logging.getLogger(__name__)
+
+_SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class Sandbox(ABC):
@@ -48,7 +51,8 @@ class Sandbox(ABC):
     sandbox usable (what a verifier does before it runs its tests).
 
     Backends implement ``_start``, ``_close``, ``_run`` (run a bash script; ``exec`` hands
-    it the user's command wrapped by ``_wrap``), ``_stop_processes``, ``_write_bytes`` and
+    it the user's command wrapped by ``_wrap``), ``_run_as`` if they can run commands as
+    another user (``supports_user``), ``_stop_processes``, ``_write_bytes`` and
     ``_read_bytes``;
     directory transfers go through tar archives by default and a backend
     may override ``_put_archive``/``_get_archive`` with something faster, and
@@ -56,10 +60,23 @@ class Sandbox(ABC):
     """
 
     backend: ClassVar[str] = ""
+    #: Whether ``options.user`` and ``exec(..., user=...)`` can pick the user commands run
+    #: as (a backend that sets it implements ``_run_as``).
+    supports_user: ClassVar[bool] = False
     #: Seconds ``close_now()`` allows the default (event-loop based) teardown.
     CLOSE_NOW_TIMEOUT: ClassVar[float] = 60.0
 
     def __init__(self, options: SandboxOptions, *, task_id: str | None = None) -> None:
+        """A sandbox of ``options`` (nothing starts before ``start()``).
+
+        Raises:
+            ValueError: if ``options.user`` is set and the backend cannot switch users.
+        """
+        if options.user is not None and not self.supports_user:
+            raise ValueError(
+                f"{self.backend or type(self).__name__}: option 'user' is not supported by "
+                "this backend (commands run as its one user); leave it unset"
+            )
         self.options = options
         self.task_id = task_id or uuid.uuid4().hex[:12]
         self.workdir = options.workdir or self.default_workdir()
@@ -203,7 +220,14 @@ class Sandbox(ABC):
 
     # commands -----------------------------------------------------------------------
     async def exec(
-        self, command: str, *, timeout: float | None = None, session: bool = True
+        self,
+        command: str,
+        *,
+        timeout: float | None = None,
+        session: bool = True,
+        env: Mapping[str, str] | None = None,
+        workdir: str | None = None,
+        user: str | None = None,
     ) -> ExecResult:
         """Run a shell command (bash) in the session, or outside it.
 
@@ -215,21 +239,35 @@ class Sandbox(ABC):
         it. The timeout, the output bound and the kill of the whole process tree at the
         timeout are the same either way.
 
+        Per-call overrides, for a command outside the session only (``session=False``;
+        in the session, ``cd`` and ``export`` in the command itself do it): ``env`` adds
+        or replaces variables for this command, ``workdir`` is where it starts (created
+        if missing; relative paths are under the sandbox's ``workdir``), ``user`` the user
+        it runs as, on backends that can switch users (``supports_user``).
+
         The command goes through ``_wrap`` (the shell-session wrapper) to the backend's
-        ``_run``; backends fill in those two hooks and never re-implement this method.
+        ``_run`` (``_run_as`` with a ``user``); backends fill in those hooks and never
+        re-implement this method.
 
         Raises:
             SandboxClosedError: if the sandbox is closed, expired or died.
             SandboxError: if the backend failed to run the command at all.
-            ValueError: for a non-positive timeout.
+            ValueError: for a non-positive timeout, a per-call override with
+                ``session=True``, a variable name that is not a shell name, or ``user``
+                on a backend that cannot switch users.
         """
+        _check_overrides(self, env, workdir, user, session=session)
         await self._ready()
+        overrides = _call_prefix(self, env, workdir)
         limit = self.options.terminal_timeout if timeout is None else timeout
         if limit <= 0:
             raise ValueError(f"timeout must be positive, got {limit!r}")
-        script = self._wrap(command, session=session)
+        script = self._wrap(overrides + command, session=session)
         started = time.monotonic()
-        result = await self._run(script, timeout=limit)
+        if user is None:
+            result = await self._run(script, timeout=limit)
+        else:
+            result = await self._run_as(script, timeout=limit, user=user)
         return replace(result, duration=time.monotonic() - started)
 
     async def stop_processes(self) -> None:
@@ -348,6 +386,18 @@ class Sandbox(ABC):
     async def _write_bytes(self, path: str, data: bytes) -> None:
         """Write an absolute path, creating parent directories."""
 
+    async def _run_as(self, script: str, *, timeout: float, user: str) -> ExecResult:
+        """``_run`` as ``user`` (``exec(..., user=...)``); the default refuses: a backend
+        that sets ``supports_user`` overrides it.
+
+        Raises:
+            ValueError: always, here.
+        """
+        raise ValueError(
+            f"{self.backend or type(self).__name__}: exec(user={user!r}) is not supported by "
+            "this backend (commands run as its one user); leave user unset"
+        )
+
     async def _stop_processes(self) -> None:
         """Kill every process the sandbox's commands started (see ``stop_processes``);
         the sandbox is started and not closed. The default raises: a backend must say
@@ -397,6 +447,50 @@ class Sandbox(ABC):
             return await self._read_bytes(staging)
         finally:
             await self._run(f"rm -f {quoted_tar}", timeout=self.options.terminal_timeout)
+
+
+def _check_overrides(
+    sandbox: Sandbox,
+    env: Mapping[str, str] | None,
+    workdir: str | None,
+    user: str | None,
+    *,
+    session: bool,
+) -> None:
+    """Check ``exec``'s per-call overrides before anything runs.
+
+    Raises:
+        ValueError: for an override with ``session=True``, a bad variable name, or a
+            ``user`` the backend cannot take.
+    """
+    if session and (env is not None or workdir is not None or user is not None):
+        raise ValueError(
+            "exec(env=/workdir=/user=) applies to a command outside the session: pass "
+            "session=False (in the session, put cd/export in the command itself)"
+        )
+    if user is not None and not sandbox.supports_user:
+        raise ValueError(
+            f"{sandbox.backend or type(sandbox).__name__}: exec(user={user!r}) is not "
+            "supported by this backend (commands run as its one user); leave user unset"
+        )
+    for name in env or {}:
+        if not _SHELL_NAME.fullmatch(str(name)):
+            raise ValueError(f"exec(env=...): {name!r} is not an environment variable name")
+
+
+def _call_prefix(sandbox: Sandbox, env: Mapping[str, str] | None, workdir: str | None) -> str:
+    """The lines put before a command to apply ``exec``'s per-call ``env`` and ``workdir``
+    (already checked by ``_check_overrides``)."""
+    lines = []
+    for name, value in (env or {}).items():
+        lines.append(f"export {name}={_q(str(value))}\n")
+    if workdir is not None:
+        start = _q(sandbox.resolve(workdir))
+        lines.append(
+            f"cd -- {start} 2>/dev/null || {{ mkdir -p -- {start} && cd -- {start}; }}"
+            f" || {{ echo 'sandbox: cannot enter the working directory '{start} >&2; exit 1; }}\n"
+        )
+    return "".join(lines)
 
 
 def _q(path: str) -> str:

@@ -15,13 +15,17 @@ class SandboxOptions:
 
     Args:
         image: container/VM image (docker, modal, daytona, singularity); ignored by local/ssh.
-        workdir: the working directory commands start in (created if missing).
+        workdir: the working directory commands start in (created if missing). Unset: the
+            backend's default (docker: the image's ``WORKDIR``, else ``/workspace``).
         terminal_timeout: default seconds per command; at the timeout the whole process
             tree of the command is killed and the result has ``timed_out=True``.
         terminal_lifetime: seconds the sandbox may live; after that it is closed and any
             use raises ``SandboxClosedError``.
-        env: environment variables every command sees. Nothing of the host's environment
-            reaches a sandbox unless it is put here.
+        env: environment variables every command sees, on top of the image's own (docker).
+            Nothing of the host's environment reaches a sandbox unless it is put here.
+        user: the user commands run as (a name or ``uid[:gid]``) on backends that can
+            switch users (docker; unset: the image's ``USER``, else root); the others
+            refuse it.
         cpus, memory_mb, pids_limit: resource limits where the backend supports them.
         network: whether commands may reach the network (docker default: off).
         max_output_chars: output beyond this is cut (head and tail kept, marker between);
@@ -34,6 +38,7 @@ class SandboxOptions:
     terminal_timeout: float = 120.0
     terminal_lifetime: float = 3600.0
     env: Mapping[str, str] = field(default_factory=dict)
+    user: str | None = None
     cpus: float | None = None
     memory_mb: int | None = None
     pids_limit: int | None = None

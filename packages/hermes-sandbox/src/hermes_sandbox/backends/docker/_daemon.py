@@ -12,9 +12,11 @@ import asyncio
 import base64
 import binascii
 import contextlib
+import http.client
 import json
 import logging
 import os
+import socket
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final, TypeVar
 from urllib.parse import quote, urlparse
@@ -178,9 +180,16 @@ class DockerDaemon:
 
     # exec -------------------------------------------------------------------------
     async def exec_create(
-        self, container: str, cmd: list[str], env: Mapping[str, str] | None = None
+        self,
+        container: str,
+        cmd: list[str],
+        env: Mapping[str, str] | None = None,
+        *,
+        user: str = "",
+        stdin: bool = False,
     ) -> str:
-        """Create an exec instance; its id.
+        """Create an exec instance; its id. ``user``: who it runs as (``""``: the
+        container's user); ``stdin``: whether it reads what is written to its stream.
 
         Raises:
             SandboxClosedError: if the container is gone or not running.
@@ -193,9 +202,10 @@ class DockerDaemon:
                 cmd,
                 stdout=True,
                 stderr=True,
-                stdin=False,
+                stdin=stdin,
                 tty=False,
                 environment=dict(env) if env else None,
+                user=user,
             )
         except docker.errors.APIError as exc:
             if exc.status_code in (404, 409):
@@ -206,7 +216,9 @@ class DockerDaemon:
             raise SandboxError(f"docker: could not create an exec: {explain(exc)}") from exc
         return str(made["Id"])
 
-    async def exec_run(self, container: str, cmd: list[str]) -> tuple[int, bytes]:
+    async def exec_run(
+        self, container: str, cmd: list[str], env: Mapping[str, str] | None = None
+    ) -> tuple[int, bytes]:
         """Run a short command to its end (no streaming); exit code and output.
 
         Raises:
@@ -214,7 +226,7 @@ class DockerDaemon:
             SandboxError: if the exec could not start.
         """
         docker = load_sdk()
-        exec_id = await self.exec_create(container, cmd)
+        exec_id = await self.exec_create(container, cmd, env)
         try:
             output = await self.call(self.api.exec_start, exec_id)
         except docker.errors.APIError as exc:
@@ -256,6 +268,36 @@ class DockerDaemon:
             return await asyncio.open_connection(*self._tcp, limit=READ_LIMIT)
         except OSError as exc:
             raise DockerUnreachableError(_unreachable_message(self.base_url, exc)) from exc
+
+    def http_connection(self, timeout: float = API_TIMEOUT) -> http.client.HTTPConnection:
+        """A plain blocking HTTP connection to the daemon (for bulk transfers that the
+        SDK's client would copy in small pieces); the caller closes it.
+
+        Raises:
+            DockerUnreachableError: if the daemon cannot be reached.
+        """
+        try:
+            if self._unix_path is not None:
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                sock.settimeout(timeout)
+                try:
+                    sock.connect(self._unix_path)
+                except BaseException:
+                    sock.close()
+                    raise
+                connection = http.client.HTTPConnection("docker", timeout=timeout)
+                connection.sock = sock
+                return connection
+            assert self._tcp is not None
+            connection = http.client.HTTPConnection(*self._tcp, timeout=timeout)
+            connection.connect()
+            return connection
+        except OSError as exc:
+            raise DockerUnreachableError(_unreachable_message(self.base_url, exc)) from exc
+
+    def archive_path(self, container: str, path: str) -> str:
+        """The request path of the archive endpoint for ``path`` in ``container``."""
+        return f"/v{self.version}/containers/{quote(container)}/archive?path={quote(path, safe='')}"
 
     async def exec_stream(self, exec_id: str) -> ExecStream:
         """Start an exec and return its output stream (read with asyncio).
@@ -335,8 +377,11 @@ class DockerDaemon:
         except docker.errors.APIError as exc:
             raise SandboxError(f"docker: download failed: {explain(exc)}") from exc
 
-    async def put_archive(self, container: str, directory: str, archive: bytes) -> None:
-        """Unpack a tar into ``directory`` of the container.
+    async def put_archive(
+        self, container: str, directory: str, archive: bytes | Iterator[bytes]
+    ) -> None:
+        """Unpack a tar (bytes, or chunks sent as they come) into ``directory`` of the
+        container.
 
         Raises:
             SandboxClosedError: if the container is gone.

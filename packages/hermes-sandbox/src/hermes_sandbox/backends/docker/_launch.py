@@ -3,6 +3,12 @@
 The container runs a tiny init (docker's ``--init``) whose child, the keeper (see
 ``KEEPER``), holds it open until a deadline and then lets it stop, so the daemon removes
 it (``AutoRemove``) even when the process that started it died without closing it.
+
+The container keeps its image's own environment (``ENV``: ``PATH``, ``HOME`` and the rest
+as the image says), starts in the spec's ``workdir`` or else the image's ``WORKDIR`` (else
+``DEFAULT_WORKDIR``), and reports the image's ``USER`` for commands; the keeper itself
+runs as root (it must reach every process) from the helper volume (see ``_helper``),
+mounted read-only at ``HELPER_DIR``, in place of the image's entry point.
 """
 
 from __future__ import annotations
@@ -11,27 +17,33 @@ import asyncio
 import contextlib
 import uuid
 from collections.abc import Mapping
-from typing import Final
+from dataclasses import dataclass
+from typing import Any, Final
 
 from hermes_sandbox.backends.docker._daemon import DockerDaemon
+from hermes_sandbox.backends.docker._errors import ImageBuildError
+from hermes_sandbox.backends.docker._helper import helper_mount, helper_volume
 from hermes_sandbox.backends.docker._labels import RUN_ID
-from hermes_sandbox.backends.docker._scripts import KEEPER
+from hermes_sandbox.backends.docker._scripts import KEEPER, harness_argv
 from hermes_sandbox.backends.docker._sdk import explain, load_sdk
-from hermes_sandbox.backends.docker._spec import ContainerSpec
+from hermes_sandbox.backends.docker._spec import DEFAULT_WORKDIR, ContainerSpec
 from hermes_sandbox.backends.docker.image import missing_image_hint
 from hermes_sandbox.errors import SandboxStartError
 
-__all__ = ["BASE_ENV", "LIFETIME_GRACE", "start_container"]
+__all__ = ["LIFETIME_GRACE", "Launched", "launch_container", "start_container"]
 
 #: The keeper outlives ``terminal_lifetime`` by this much before removing the container.
 LIFETIME_GRACE: Final = 60.0
 
-#: The environment every container starts from; ``options.env`` is added per command.
-BASE_ENV: Final = {
-    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-    "HOME": "/root",
-    "LANG": "C.UTF-8",
-}
+
+@dataclass(frozen=True, slots=True)
+class Launched:
+    """A started container: its ``id``, the ``workdir`` commands start in (the spec's, the
+    image's ``WORKDIR`` or ``DEFAULT_WORKDIR``) and the image's ``user`` (``""``: root)."""
+
+    id: str
+    workdir: str
+    user: str = ""
 
 
 async def start_container(
@@ -41,7 +53,25 @@ async def start_container(
     labels: Mapping[str, str],
     deadlines: tuple[float, float],
 ) -> str:
-    """Create and start a container for ``spec``; its id.
+    """Create and start a container for ``spec``; its id (``launch_container`` tells
+    more).
+
+    Raises:
+        SandboxStartError: as ``launch_container``.
+        DockerUnreachableError: if the daemon cannot be reached.
+    """
+    launched = await launch_container(daemon, spec, labels=labels, deadlines=deadlines)
+    return launched.id
+
+
+async def launch_container(
+    daemon: DockerDaemon,
+    spec: ContainerSpec,
+    *,
+    labels: Mapping[str, str],
+    deadlines: tuple[float, float],
+) -> Launched:
+    """Create and start a container for ``spec``; its id, workdir and image user.
 
     ``deadlines``: seconds until the keeper lets the container go, from now and from a
     ``SIGUSR2`` (a warm-pool container re-armed by the sandbox that takes it).
@@ -50,7 +80,7 @@ async def start_container(
 
     Raises:
         SandboxStartError: with what went wrong and what to do (image missing, a limit
-            the daemon refuses, no bash in the image, ...).
+            the daemon refuses, the helper volume cannot be made, ...).
         DockerUnreachableError: if the daemon cannot be reached.
     """
     name = f"hermes-{RUN_ID}-{uuid.uuid4().hex[:10]}"
@@ -64,7 +94,7 @@ async def start_container(
         raise
 
 
-async def _remove_after(daemon: DockerDaemon, work: asyncio.Future[str], name: str) -> None:
+async def _remove_after(daemon: DockerDaemon, work: asyncio.Future[Launched], name: str) -> None:
     with contextlib.suppress(BaseException):
         await work
     await daemon.remove_container(name)
@@ -76,9 +106,22 @@ def _create_and_start(
     name: str,
     labels: dict[str, str],
     deadlines: tuple[float, float],
-) -> str:
+) -> Launched:
     docker = load_sdk()
     api = daemon.api
+    try:
+        config: dict[str, Any] = api.inspect_image(spec.image).get("Config") or {}
+    except docker.errors.ImageNotFound as exc:
+        raise SandboxStartError(missing_image_hint(spec.image)) from exc
+    except docker.errors.APIError as exc:
+        raise SandboxStartError(
+            f"docker: could not read image {spec.image!r}: {explain(exc)}"
+        ) from exc
+    try:
+        helper = helper_volume(api, base_url=daemon.base_url)
+    except ImageBuildError as exc:
+        raise SandboxStartError(f"docker: no helper volume for the sandbox: {exc}") from exc
+    workdir = spec.workdir or str(config.get("WorkingDir") or "") or DEFAULT_WORKDIR
     memory = spec.memory_mb * 1024 * 1024 if spec.memory_mb else None
     host_config = api.create_host_config(
         network_mode=spec.network_mode,
@@ -91,16 +134,18 @@ def _create_and_start(
         memswap_limit=memory,
         nano_cpus=round(spec.cpus * 1e9),
         runtime=spec.runtime,
+        mounts=[helper_mount(helper)],
     )
     keeper_args = [str(min(max(int(d), 1), 10**8)) for d in deadlines]
     try:
         created = api.create_container(
             image=spec.image,
-            command=["bash", "-c", KEEPER, "hermes-keeper", *keeper_args],
+            entrypoint=harness_argv(KEEPER, "hermes-keeper", *keeper_args),
+            command=[],
+            user="0:0",
             name=name,
             labels={**dict(spec.labels), **labels},
-            environment=dict(BASE_ENV),
-            working_dir=spec.workdir,
+            working_dir=workdir,
             hostname="sandbox",
             host_config=host_config,
             detach=True,
@@ -122,7 +167,7 @@ def _create_and_start(
             f"docker: could not start a container from {spec.image!r}: "
             f"{explain(exc)}{_hint(explain(exc), spec)}"
         ) from exc
-    return container_id
+    return Launched(container_id, workdir, str(config.get("User") or ""))
 
 
 def _hint(explanation: str, spec: ContainerSpec) -> str:
@@ -132,8 +177,6 @@ def _hint(explanation: str, spec: ContainerSpec) -> str:
             f"; option 'cpus' ({spec.cpus:g}) asks for more CPUs than the daemon's host has: "
             "pass at most the number above"
         )
-    if "bash" in explanation:
-        return "; the docker backend needs bash in the image"
     if "init" in explanation:
         return "; the daemon needs its init binary (docker-init, from tini)"
     return ""

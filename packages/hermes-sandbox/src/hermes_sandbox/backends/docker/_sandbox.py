@@ -7,20 +7,24 @@ import contextlib
 import logging
 import posixpath
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Final
 
 from hermes_sandbox.backends.docker._archive import read_single_file, single_file_tar
 from hermes_sandbox.backends.docker._daemon import DockerDaemon, resolve_docker_host
+from hermes_sandbox.backends.docker._helper import HELPER_BUSYBOX
 from hermes_sandbox.backends.docker._labels import LABEL, LABEL_RUN, LABEL_TASK, RUN_ID
-from hermes_sandbox.backends.docker._launch import LIFETIME_GRACE, start_container
+from hermes_sandbox.backends.docker._launch import LIFETIME_GRACE, Launched, launch_container
 from hermes_sandbox.backends.docker._prepare import prepare_docker_image, reap_docker_run
 from hermes_sandbox.backends.docker._scripts import (
-    EXEC_WRAPPER,
+    HARNESS_ENV,
     KILL_SCRIPT,
     STOP_SCRIPT,
-    SessionId,
+    harness_argv,
 )
-from hermes_sandbox.backends.docker._spec import ContainerSpec
+from hermes_sandbox.backends.docker._session import Running, Session, SessionPool
+from hermes_sandbox.backends.docker._spec import DEFAULT_WORKDIR, ContainerSpec, check_user
+from hermes_sandbox.backends.docker._transfer import download_file, upload_file
 from hermes_sandbox.backends.docker.pool import DockerWarmPool
 from hermes_sandbox.base import Sandbox
 from hermes_sandbox.errors import SandboxClosedError, SandboxError
@@ -57,11 +61,18 @@ class DockerSandbox(Sandbox):
     Defaults: image ``hermes-sandbox/debian:bookworm``, ``cpus`` 1, ``pids_limit`` 256,
     network off.
 
+    Commands see the image's own environment (its ``ENV``) with ``options.env`` on top,
+    start in ``options.workdir`` or else the image's ``WORKDIR`` (else ``/workspace``;
+    ``workdir`` holds the one in use once started), and run as ``options.user`` or else
+    the image's ``USER`` (else root); ``exec(..., user=...)`` picks another user for one
+    command outside the session.
+
     Raises:
         ValueError: (at construction) for unknown or ill-typed options, naming the option.
     """
 
     backend = "docker"
+    supports_user = True
 
     @classmethod
     async def prepare_image(
@@ -86,7 +97,10 @@ class DockerSandbox(Sandbox):
 
     def __init__(self, options: SandboxOptions, *, task_id: str | None = None) -> None:
         super().__init__(options, task_id=task_id)
-        self.spec = ContainerSpec.from_options(options, self.workdir)
+        self.spec = ContainerSpec.from_options(options)
+        #: Who commands run as (``""``: root); the image's ``USER`` unless ``options.user``
+        #: says, known once started.
+        self.user = options.user or ""
         pool = options.extra.get("pool")
         if pool is not None and not isinstance(pool, DockerWarmPool):
             raise ValueError(f"docker: option 'pool' must be a DockerWarmPool, got {pool!r}")
@@ -95,6 +109,7 @@ class DockerSandbox(Sandbox):
         self._daemon: DockerDaemon | None = None
         self._container: str | None = None
         self._env = {str(k): str(v) for k, v in options.env.items()}
+        self._sessions: SessionPool | None = None
         self._background: set[asyncio.Task[None]] = set()
 
     @property
@@ -103,12 +118,16 @@ class DockerSandbox(Sandbox):
         return self._container
 
     # lifecycle ----------------------------------------------------------------------
+    def default_workdir(self) -> str:
+        """Where commands start until the image's ``WORKDIR`` is known (at start)."""
+        return DEFAULT_WORKDIR
+
     async def _start(self) -> None:
         if await self._take_from_pool():
             return
         self._daemon = await DockerDaemon.connect(self._base_url)
         try:
-            self._container = await start_container(
+            launched = await launch_container(
                 self._daemon,
                 self.spec,
                 labels={LABEL: "1", LABEL_RUN: RUN_ID, LABEL_TASK: self.task_id},
@@ -118,6 +137,16 @@ class DockerSandbox(Sandbox):
             self._daemon.close()
             self._daemon = None
             raise
+        self._container = launched.id
+        self._adopt(launched)
+
+    def _adopt(self, launched: Launched) -> None:
+        """Take the image's workdir and user where the options leave them unset, and
+        make the container's command sessions."""
+        self.workdir = launched.workdir
+        self.user = self.options.user or launched.user
+        assert self._daemon is not None
+        self._sessions = SessionPool(self._daemon, launched.id, self._env)
 
     async def _take_from_pool(self) -> bool:
         """Take a ready container from the warm pool if one fits; whether one was taken."""
@@ -126,11 +155,13 @@ class DockerSandbox(Sandbox):
             return False
         if pool.base_url != resolve_docker_host(self._base_url):
             return False
-        taken = await pool.take(self.spec)
-        if taken is None:
+        launched = await pool.take_launched(self.spec)
+        if launched is None:
             return False
+        taken = launched.id
         self._daemon = DockerDaemon.open(pool.base_url, version=pool.version)
         self._container = taken
+        self._adopt(launched)
         try:
             await self._daemon.signal(taken, "SIGUSR2")  # its lifetime counts from now
         except SandboxClosedError:  # it died while waiting: start a fresh one instead
@@ -144,6 +175,9 @@ class DockerSandbox(Sandbox):
     async def _discard(self) -> None:
         container, self._container = self._container, None
         daemon, self._daemon = self._daemon, None
+        sessions, self._sessions = self._sessions, None
+        if sessions is not None:
+            await sessions.aclose()
         if daemon is None:
             return
         try:
@@ -161,6 +195,7 @@ class DockerSandbox(Sandbox):
         await asyncio.shield(work)
 
     def _close_now(self) -> None:
+        self._sessions = None  # their connections end with the container
         container, self._container = self._container, None
         daemon, self._daemon = self._daemon, None
         if daemon is not None:
@@ -175,38 +210,63 @@ class DockerSandbox(Sandbox):
 
     # commands -----------------------------------------------------------------------
     async def _run(self, script: str, *, timeout: float) -> ExecResult:
+        return await self._run_as(script, timeout=timeout, user=self.user)
+
+    async def _run_as(self, script: str, *, timeout: float, user: str) -> ExecResult:
         daemon, container = self._require()
+        if user:
+            check_user(user)
+        sessions = self._sessions
+        if sessions is None:
+            raise SandboxClosedError(f"sandbox {self.task_id} is closed")
         collector = OutputCollector(self.options.max_output_chars)
-        session = SessionId(collector.feed)
-        exec_id = await daemon.exec_create(
-            container, ["bash", "-c", EXEC_WRAPPER, "hermes-exec", script], self._env
-        )
-        stream = await daemon.exec_stream(exec_id)
-        pump = asyncio.ensure_future(stream.pump(collector.feed, session.feed))
+        running = Running(collector.feed)
+        session = await sessions.take(user)
         try:
-            done, _ = await asyncio.wait({pump}, timeout=timeout)
-            if not done:
-                # Timed out: learn the session id if it is still on its way, kill the
-                # session, then keep what the dying command still prints.
-                if session.value is None:
-                    known = asyncio.ensure_future(session.known.wait())
-                    await asyncio.wait(
-                        {pump, known}, timeout=KILL_DRAIN, return_when=asyncio.FIRST_COMPLETED
-                    )
-                    known.cancel()
-                await self._kill_session(daemon, container, session.value)
-                await asyncio.wait({pump}, timeout=KILL_DRAIN)
-                return ExecResult(collector.text(), 124, True, collector.truncated)
-            pump.result()  # the stream's own errors
+            try:
+                await session.start(script, running)
+            except SandboxClosedError:  # it died idle: the command goes to a fresh one
+                session = await sessions.take(user)
+                running = Running(collector.feed)
+                await session.start(script, running)
         except BaseException:
-            # Cancelled (or the stream broke): the command must not outlive us.
-            await asyncio.shield(self._kill_session(daemon, container, session.value))
+            # Cancelled (or failed) while sending: the command may have gone out anyway.
+            await asyncio.shield(self._kill_running(daemon, container, session, running))
+            raise
+        end = asyncio.ensure_future(_end_of(session, running))
+        try:
+            done, _ = await asyncio.wait({end}, timeout=timeout)
+            if not done:
+                # Timed out: kill the command's session (the shell session goes on),
+                # then keep what the dying command still prints.
+                await self._kill_running(daemon, container, session, running)
+                await asyncio.wait({end}, timeout=KILL_DRAIN)
+                return ExecResult(collector.text(), 124, True, collector.truncated)
+            code = end.result()
+        except BaseException:
+            # Cancelled: the command must not outlive us.
+            await asyncio.shield(self._kill_running(daemon, container, session, running))
             raise
         finally:
-            pump.cancel()
-            await asyncio.shield(stream.aclose())
-        code = await daemon.exec_exit_code(exec_id)
+            end.cancel()
         return ExecResult(collector.text(), code, False, collector.truncated)
+
+    async def _kill_running(
+        self, daemon: DockerDaemon, container: str, session: Session, running: Running
+    ) -> None:
+        """Kill a command started in ``session`` (once its id is known, if it comes); a
+        command that never reached the shell, or whose shell died before it started,
+        leaves nothing to kill."""
+        if running.done.is_set():
+            return
+        if running.sid is None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(running.sid_known.wait(), KILL_DRAIN)
+        if running.done.is_set():
+            return
+        if running.sid is None and (session.broken or session.ended.is_set()):
+            return
+        await self._kill_session(daemon, container, running.sid)
 
     async def _kill_session(self, daemon: DockerDaemon, container: str, sid: int | None) -> None:
         """Kill a command's session; if no exec can start, have the keeper kill all."""
@@ -214,7 +274,7 @@ class DockerSandbox(Sandbox):
             try:
                 async with asyncio.timeout(KILL_TIMEOUT):
                     code, _ = await daemon.exec_run(
-                        container, ["bash", "-c", KILL_SCRIPT, "hermes-kill", str(sid)]
+                        container, harness_argv(KILL_SCRIPT, "hermes-kill", str(sid)), HARNESS_ENV
                     )
                 if code == 0:
                     return
@@ -235,7 +295,7 @@ class DockerSandbox(Sandbox):
             try:
                 async with asyncio.timeout(KILL_TIMEOUT):
                     code, output = await daemon.exec_run(
-                        container, ["bash", "-c", STOP_SCRIPT, "hermes-stop"]
+                        container, harness_argv(STOP_SCRIPT, "hermes-stop"), HARNESS_ENV
                     )
                 if code == 0:
                     return
@@ -282,6 +342,75 @@ class DockerSandbox(Sandbox):
 
         return await daemon.fetch(container, read)
 
+    async def upload_file(self, local: str | Path, remote: str) -> None:
+        """Copy a host file into the sandbox, streamed (never held whole in memory).
+
+        Raises:
+            FileNotFoundError: if ``local`` does not exist.
+            IsADirectoryError: if ``remote`` is a directory in the sandbox.
+        """
+        source = Path(local)
+        if not await asyncio.to_thread(source.is_file):
+            raise FileNotFoundError(f"no file {source} to upload")
+        await self._ready()
+        daemon, container = self._require()
+        real, mode, exists = await self._target(self.resolve(remote))
+        parent, name = posixpath.split(real)
+        directory = parent or "/"
+        if not exists and await self._stat(directory) is None:
+            await self._mkdir(directory)
+        try:
+            await daemon.call(upload_file, daemon, container, directory, source, name, mode)
+            return
+        except FileNotFoundError:
+            if not await asyncio.to_thread(source.is_file):
+                raise
+            await self._mkdir(directory)
+        except NotADirectoryError as exc:
+            raise NotADirectoryError(
+                f"{directory} is not a directory in sandbox {self.task_id}"
+            ) from exc
+        await daemon.call(upload_file, daemon, container, directory, source, name, mode)
+
+    async def download_file(self, remote: str, local: str | Path) -> None:
+        """Copy a sandbox file to the host (parent directories are created), streamed.
+
+        Raises:
+            FileNotFoundError: if there is no such file in the sandbox.
+            IsADirectoryError: if it is a directory.
+        """
+        await self._ready()
+        daemon, container = self._require()
+        path = real = self.resolve(remote)
+        target = Path(local)
+        for _ in range(_MAX_LINKS):
+            try:
+                link = await daemon.call(download_file, daemon, container, real, target)
+            except FileNotFoundError as exc:
+                raise FileNotFoundError(f"no such file in sandbox {self.task_id}: {path}") from exc
+            except IsADirectoryError as exc:
+                raise IsADirectoryError(f"{path} is a directory in sandbox {self.task_id}") from exc
+            if link is None:
+                return
+            real = link
+        raise OSError(f"too many levels of symbolic links at {path} in sandbox {self.task_id}")
+
+    async def _target(self, path: str) -> tuple[str, int, bool]:
+        """Where a write to ``path`` lands (symlinks followed), the mode to give it, and
+        whether a file is there already.
+
+        Raises:
+            IsADirectoryError: if it is a directory.
+        """
+        real, stat = await self._resolve_file(path)
+        mode = 0o644
+        if stat is not None:
+            file_mode = int(stat.get("mode", 0))
+            if file_mode & _DIR_BIT:
+                raise IsADirectoryError(f"{path} is a directory in sandbox {self.task_id}")
+            mode = file_mode & 0o7777
+        return real, mode, stat is not None
+
     async def _write_bytes(self, path: str, data: bytes) -> None:
         real, stat = await self._resolve_file(path)
         mode = 0o644
@@ -312,7 +441,9 @@ class DockerSandbox(Sandbox):
 
     async def _mkdir(self, directory: str) -> None:
         daemon, container = self._require()
-        code, output = await daemon.exec_run(container, ["mkdir", "-p", "--", directory])
+        code, output = await daemon.exec_run(
+            container, [HELPER_BUSYBOX, "mkdir", "-p", "--", directory], HARNESS_ENV
+        )
         if code != 0:
             text = output.decode(errors="replace").strip()
             if "Not a directory" in text or "File exists" in text:
@@ -331,3 +462,19 @@ class DockerSandbox(Sandbox):
             raise NotADirectoryError(f"{remote_dir} is not a directory in sandbox {self.task_id}")
         source = remote_dir.rstrip("/") + "/." if remote_dir != "/" else "/."
         return await daemon.fetch(container, daemon.get_archive_bytes, container, source)
+
+
+async def _end_of(session: Session, running: Running) -> int:
+    """The command's status: as its session reports it, or the session's own if it died
+    first (137 for a ``kill -9``)."""
+    ended = asyncio.ensure_future(session.ended.wait())
+    done = asyncio.ensure_future(running.done.wait())
+    try:
+        await asyncio.wait({ended, done}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        ended.cancel()
+        done.cancel()
+    if running.status is None:
+        running.finish(await session.status_of_death())
+    assert running.status is not None
+    return running.status

@@ -1,43 +1,59 @@
-"""The bash programs the backend runs inside a container, and the parser of what the
-command wrapper reports.
+"""The bash programs the backend runs inside a container (the command sessions' own loop
+is in ``_session``).
+
+Every one runs as the helper's static bash (``HELPER_BASH``, see ``_helper``) with
+``harness_argv``, and calls any program it needs by the helper's absolute path
+(``HELPER_BUSYBOX``): nothing here is looked up on the container's ``PATH``, which a
+command may have filled with impostors.
 
 - ``KEEPER``: init's only child, which holds the container open until its deadline.
-- ``EXEC_WRAPPER``: runs each command in a session of its own and reports the session id
-  on stderr (read by ``SessionId``).
 - ``KILL_SCRIPT``: kills a command's session and every descendant.
 - ``STOP_SCRIPT``: kills every process of the container but init, the keeper and itself.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Final
 
-__all__ = ["EXEC_WRAPPER", "KEEPER", "KILL_SCRIPT", "STOP_SCRIPT", "SessionId"]
+from hermes_sandbox.backends.docker._helper import HELPER_BASH, HELPER_BUSYBOX
+
+__all__ = [
+    "HARNESS_ENV",
+    "KEEPER",
+    "KILL_SCRIPT",
+    "STOP_SCRIPT",
+    "harness_argv",
+]
+
+#: Variables set for the backend's own scripts so that the image's ``BASH_ENV``/``ENV``
+#: (a file bash would source first) does not run in them.
+HARNESS_ENV: Final[Mapping[str, str]] = {"BASH_ENV": "", "ENV": ""}
+
+
+def harness_argv(script: str, name: str, *args: str) -> list[str]:
+    """The command line that runs ``script`` in the helper's bash (``$0`` = ``name``)."""
+    return [HELPER_BASH, "--noprofile", "--norc", "-c", script, name, *args]
+
 
 # The keeper, init's only child. $1: seconds until it exits (the container then stops and
 # the daemon removes it); $2: seconds to set on SIGUSR2 (a warm-pool container re-armed by
 # its new owner). SIGUSR1 kills every process but init and itself. It waits on a fifo
 # nobody writes, so its loop needs no process, and works when the process limit is full.
-KEEPER: Final = r"""
+_KEEPER = r"""
 trap 'kill -9 -1 2>/dev/null' USR1
 trap 'end=$((SECONDS + $2))' USR2
 trap 'exit 0' TERM
 f=/tmp/.hermes-keeper-$$
-if mkfifo "$f" && exec 3<>"$f"; then
-  rm -f "$f"
+if BB mkfifo "$f" && exec 3<>"$f"; then
+  BB rm -f "$f"
   nap() { read -r -t "$1" -u 3 _; }
 else
-  nap() { sleep "$1" & wait "$!"; }
+  nap() { BB sleep "$1" & wait "$!"; }
 fi
 end=$((SECONDS + $1))
 while [ "$SECONDS" -lt "$end" ]; do nap "$((end - SECONDS))"; done
 """
-
-# What each command's exec runs: the wrapped script in a new session, whose id (= its pid)
-# goes out on stderr, which the command itself never uses (its stderr joins stdout).
-EXEC_WRAPPER: Final = 'setsid bash -c "$1" 2>&1 & echo "$!" >&2; exec 2>/dev/null; wait "$!"'
 
 # Kills a command's session ($1: its id = the leader's pid): every process of the session
 # and every descendant of one (setsid children too), frozen first so none forks meanwhile,
@@ -76,7 +92,7 @@ exit 0
 # keeper is init's earliest child (it started with the container, before any command
 # could), so a process that calls itself "hermes-keeper" is not spared. Otherwise
 # builtins only, as ``KILL_SCRIPT``.
-STOP_SCRIPT: Final = r"""
+_STOP = r"""
 me=$$ keep= first=
 for p in /proc/[0-9]*; do
   read -r l < "$p/stat" 2>/dev/null || continue
@@ -99,48 +115,11 @@ while [ "$n" -lt 50 ]; do
   kill -STOP "${doomed[@]}" 2>/dev/null
   kill -9 "${doomed[@]}" 2>/dev/null
   n=$((n + 1))
-  [ "$n" -lt 3 ] || sleep 0.05 2>/dev/null
+  [ "$n" -lt 3 ] || BB sleep 0.05 2>/dev/null
 done
 exit 1
 """
 
-
-class SessionId:
-    """Parses the first line of ``EXEC_WRAPPER``'s stderr: the command's session id.
-
-    ``value`` is the id once known (0 when the line was not one: whatever came is then
-    passed on to ``stray``); ``known`` is set at that moment.
-    """
-
-    __slots__ = ("_buffer", "_stray", "known", "value")
-
-    def __init__(self, stray: Callable[[bytes], None]) -> None:
-        self._buffer = b""
-        self._stray = stray
-        self.value: int | None = None
-        self.known = asyncio.Event()
-
-    def feed(self, data: bytes) -> None:
-        """Take the next piece of the exec's stderr."""
-        if self.value is not None:
-            self._stray(data)
-            return
-        self._buffer += data
-        line, newline, rest = self._buffer.partition(b"\n")
-        if newline:
-            self._buffer = b""
-            if line.strip().isdigit():
-                self._set(int(line))
-                if rest:
-                    self._stray(rest)
-            else:
-                self._set(0)
-                self._stray(line + newline + rest)
-        elif len(self._buffer) > 64:
-            self._set(0)
-            self._stray(self._buffer)
-            self._buffer = b""
-
-    def _set(self, value: int) -> None:
-        self.value = value
-        self.known.set()
+# ``BB`` in the two scripts above stands for the helper's busybox.
+KEEPER: Final = _KEEPER.replace("BB ", f"{HELPER_BUSYBOX} ")
+STOP_SCRIPT: Final = _STOP.replace("BB ", f"{HELPER_BUSYBOX} ")

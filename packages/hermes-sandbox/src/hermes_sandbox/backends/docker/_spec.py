@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import posixpath
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
@@ -15,7 +16,15 @@ from hermes_sandbox.backends.docker.image import DEFAULT_IMAGE
 from hermes_sandbox.backends.extra_options import check_extra
 from hermes_sandbox.options import SandboxOptions
 
-__all__ = ["DEFAULT_CPUS", "DEFAULT_PIDS_LIMIT", "EXTRA_KEYS", "MIN_CPUS", "ContainerSpec"]
+__all__ = [
+    "DEFAULT_CPUS",
+    "DEFAULT_PIDS_LIMIT",
+    "DEFAULT_WORKDIR",
+    "EXTRA_KEYS",
+    "MIN_CPUS",
+    "ContainerSpec",
+    "check_user",
+]
 
 #: Processes a container may hold unless ``pids_limit`` says otherwise (a fork bomb stays
 #: inside).
@@ -25,6 +34,10 @@ DEFAULT_PIDS_LIMIT: Final = 256
 DEFAULT_CPUS: Final = 1.0
 #: The smallest CPU limit the daemon accepts.
 MIN_CPUS: Final = 0.01
+#: Where commands start when neither ``workdir`` nor the image's ``WORKDIR`` says.
+DEFAULT_WORKDIR: Final = "/workspace"
+#: A user as docker takes it: a name or id, optionally ``:group``.
+_USER: Final = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.-]*(?::[A-Za-z0-9_.][A-Za-z0-9_.-]*)?")
 #: The docker backend's options beyond ``SandboxOptions``.
 EXTRA_KEYS: Final = frozenset({"base_url", "pool", "runtime", "network_mode", "labels"})
 
@@ -35,7 +48,9 @@ class ContainerSpec:
     is equal."""
 
     image: str = DEFAULT_IMAGE
-    workdir: str = "/workspace"
+    #: The container's working directory; ``None``: the image's ``WORKDIR``, else
+    #: ``DEFAULT_WORKDIR``.
+    workdir: str | None = None
     cpus: float = DEFAULT_CPUS
     memory_mb: int | None = None
     pids_limit: int = DEFAULT_PIDS_LIMIT
@@ -45,7 +60,7 @@ class ContainerSpec:
     labels: tuple[tuple[str, str], ...] = ()
 
     @classmethod
-    def from_options(cls, options: SandboxOptions, workdir: str) -> ContainerSpec:
+    def from_options(cls, options: SandboxOptions) -> ContainerSpec:
         """The spec of ``options`` (common fields plus docker's ``extra`` keys).
 
         Raises:
@@ -77,8 +92,11 @@ class ContainerSpec:
         pids = DEFAULT_PIDS_LIMIT if options.pids_limit is None else options.pids_limit
         if pids < 8:
             raise ValueError(f"docker: pids_limit must be at least 8, got {pids!r}")
-        if not posixpath.isabs(workdir):
+        workdir = options.workdir
+        if workdir is not None and not posixpath.isabs(workdir):
             raise ValueError(f"docker: workdir must be an absolute path, got {workdir!r}")
+        if options.user is not None:
+            check_user(options.user, "option 'user'")
         return cls(
             image=options.image or DEFAULT_IMAGE,
             workdir=workdir,
@@ -90,6 +108,20 @@ class ContainerSpec:
             lifetime=options.terminal_lifetime,
             labels=tuple(sorted(labels.items())),
         )
+
+
+def check_user(user: object, what: str = "exec(user=...)") -> str:
+    """``user`` if docker can take it (a name or uid, optionally ``:group``).
+
+    Raises:
+        ValueError: otherwise, naming it and ``what`` was given.
+    """
+    if not isinstance(user, str) or not _USER.fullmatch(user):
+        raise ValueError(
+            f"docker: {what} must be a user name or uid[:gid] (e.g. 'app' or '1000:1000'), "
+            f"got {user!r}"
+        )
+    return user
 
 
 def _cpus(cpus: object) -> float:

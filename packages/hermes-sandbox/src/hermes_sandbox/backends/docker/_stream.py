@@ -83,6 +83,24 @@ class ExecStream:
                 remaining -= len(chunk)
                 sink(chunk)
 
+    async def send(self, data: bytes) -> None:
+        """Write ``data`` to the exec's stdin (an exec created with ``stdin=True``).
+
+        Raises:
+            SandboxClosedError: if the connection is gone.
+        """
+        try:
+            self._writer.write(data)
+            await self._writer.drain()
+        except (ConnectionError, RuntimeError) as exc:
+            raise SandboxClosedError(f"docker: the exec's input is closed: {exc}") from exc
+
+    async def close_input(self) -> None:
+        """End the exec's stdin (the reading side sees end of file); idempotent."""
+        with contextlib.suppress(OSError, RuntimeError):
+            if self._writer.can_write_eof() and not self._writer.is_closing():
+                self._writer.write_eof()
+
     async def aclose(self) -> None:
         """Close the socket (idempotent)."""
         self._writer.close()

@@ -28,7 +28,7 @@ from typing import Any, Self
 
 from hermes_sandbox.backends.docker._daemon import DockerDaemon
 from hermes_sandbox.backends.docker._labels import LABEL, LABEL_POOL, LABEL_RUN, RUN_ID
-from hermes_sandbox.backends.docker._launch import LIFETIME_GRACE, start_container
+from hermes_sandbox.backends.docker._launch import LIFETIME_GRACE, Launched, launch_container
 from hermes_sandbox.backends.docker._spec import ContainerSpec
 from hermes_sandbox.options import SandboxOptions
 from hermes_sandbox.teardown import finish
@@ -62,11 +62,12 @@ class DockerWarmPool:
         self.size = size
         self.max_idle = max_idle
         self.options = SandboxOptions.from_kwargs(**options)
-        self.spec = ContainerSpec.from_options(self.options, self.options.workdir or "/workspace")
+        self.spec = ContainerSpec.from_options(self.options)
         self.pool_id = uuid.uuid4().hex[:8]
         self._base_url: str | None = self.options.extra.get("base_url")
         self._daemon: DockerDaemon | None = None
         self._idle: deque[tuple[str, float]] = deque()
+        self._launched: dict[str, Launched] = {}
         self._filling: set[asyncio.Task[None]] = set()
         self._started = False
         self._closed = False
@@ -135,6 +136,11 @@ class DockerWarmPool:
     async def take(self, spec: ContainerSpec) -> str | None:
         """A ready container's id for a sandbox of ``spec`` (now owned by the caller, who
         must re-arm its keeper with ``SIGUSR2``), or ``None`` if none fits."""
+        taken = await self.take_launched(spec)
+        return None if taken is None else taken.id
+
+    async def take_launched(self, spec: ContainerSpec) -> Launched | None:
+        """As ``take``, with the container's workdir and image user."""
         if self._closed or not self._started or not self.matches(spec):
             return None
         now = time.monotonic()
@@ -148,9 +154,10 @@ class DockerWarmPool:
             taken = container
             break
         for container in stale:
+            self._launched.pop(container, None)
             self._spawn(self._remove(container))
         self._fill()
-        return taken
+        return None if taken is None else self._launched.pop(taken, None)
 
     def _fill(self) -> None:
         if self._closed or self.last_error is not None:
@@ -166,7 +173,7 @@ class DockerWarmPool:
     async def _add_one(self) -> None:
         daemon = self._require()
         try:
-            container = await start_container(
+            launched = await launch_container(
                 daemon,
                 self.spec,
                 labels={LABEL: "1", LABEL_RUN: RUN_ID, LABEL_POOL: self.pool_id},
@@ -184,9 +191,10 @@ class DockerWarmPool:
             self.last_error = exc
             return
         if self._closed:
-            await self._remove(container)
+            await self._remove(launched.id)
             return
-        self._idle.append((container, time.monotonic()))
+        self._launched[launched.id] = launched
+        self._idle.append((launched.id, time.monotonic()))
 
     async def _remove(self, container: str) -> None:
         if self._daemon is None:
@@ -205,6 +213,7 @@ class DockerWarmPool:
         await asyncio.gather(*pending, return_exceptions=True)
         idle = [container for container, _ in self._idle]
         self._idle.clear()
+        self._launched.clear()
         await asyncio.gather(*(self._remove(c) for c in idle), return_exceptions=True)
         if self._daemon is not None:
             with contextlib.suppress(Exception):

@@ -141,9 +141,50 @@ async def a_command_outside_the_session_is_bounded_like_any(bench: Bench) -> Non
         expect(big.output.endswith("100000\n"), f"tail kept: {big.output[-50:]!r}")
 
 
+async def per_call_env_workdir_and_user_outside_the_session(bench: Bench) -> None:
+    """``exec(..., session=False, env=..., workdir=...)`` adds variables and picks the
+    start directory for that one command only; overrides with ``session=True`` and a bad
+    variable name are refused with ``ValueError``; ``user=`` runs as that user on a
+    backend with ``supports_user`` and is refused with ``ValueError`` elsewhere."""
+    async with bench.sandbox(env={"HERMES_GIVEN": "configured"}) as sandbox:
+        await sandbox.exec("mkdir -p sub && cd sub && export HERMES_SESSION=kept")
+        result = await sandbox.exec(
+            'echo "$HERMES_GIVEN $HERMES_CALL ${HERMES_SESSION-unset}"; pwd',
+            session=False,
+            env={"HERMES_CALL": "it's per call", "HERMES_GIVEN": "overridden"},
+            workdir="elsewhere/deep",
+        )
+        expect_equal(
+            result.output,
+            f"overridden it's per call unset\n{sandbox.resolve('elsewhere/deep')}\n",
+            "a command with per-call env and workdir",
+        )
+        plain = await sandbox.exec('echo "$HERMES_GIVEN ${HERMES_CALL-unset}"; pwd', session=False)
+        expect_equal(
+            plain.output,
+            f"configured unset\n{sandbox.workdir}\n",
+            "the next command outside the session",
+        )
+        inside = await sandbox.exec('echo "${PWD##*/} $HERMES_SESSION ${HERMES_CALL-unset}"')
+        expect_equal(inside.output, "sub kept unset\n", "the session after per-call overrides")
+        with expect_raises(ValueError, "exec(env=...) in the session"):
+            await sandbox.exec("true", env={"A": "1"})
+        with expect_raises(ValueError, "exec(workdir=...) in the session"):
+            await sandbox.exec("true", workdir="/tmp")
+        with expect_raises(ValueError, "exec(env=...) with a name that is not a variable"):
+            await sandbox.exec("true", session=False, env={"A-B": "1"})
+        if sandbox.supports_user:
+            who = await sandbox.exec("id -u", session=False, user="4321")
+            expect_equal(who.output, "4321\n", "exec(user='4321') on a backend with users")
+        else:
+            with expect_raises(ValueError, "exec(user=...) on a backend without users"):
+                await sandbox.exec("id -u", session=False, user="4321")
+
+
 CHECKS = [
     stop_processes_kills_everything_the_commands_left,
     stop_processes_ends_a_running_command,
     a_command_outside_the_session_sees_none_of_its_state,
     a_command_outside_the_session_is_bounded_like_any,
+    per_call_env_workdir_and_user_outside_the_session,
 ]
