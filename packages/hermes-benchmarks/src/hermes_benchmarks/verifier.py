@@ -61,11 +61,20 @@ def _tail(text: str, limit: int = 300) -> str:
 
 
 def _exec_user(sandbox: Sandbox, user: str | int | None) -> dict[str, Any]:
-    """The ``exec`` keyword that runs the tests as ``[verifier] user``: empty for no user
-    or a backend that cannot switch users (the tests then run as its own user)."""
-    if user is None or not sandbox.supports_user:
+    """The ``exec`` keyword that runs the tests as harbor does: as ``[verifier] user``,
+    else as the image's own ``USER`` (not the agent's ``[agent] user``). Empty on a
+    backend that cannot switch users (the tests then run as its own user)."""
+    if not sandbox.supports_user:
         return {}
+    if user is None:
+        user = getattr(sandbox, "image_user", "") or "0"
     return {"user": str(user)}
+
+
+def _as_root(sandbox: Sandbox) -> dict[str, Any]:
+    """The ``exec`` keyword that runs the harness's own set-up as root, whatever user the
+    agent's commands run as (empty where the backend cannot switch users)."""
+    return {"user": "0"} if sandbox.supports_user else {}
 
 
 async def _reward_files(sandbox: Sandbox) -> dict[str, bytes | None]:
@@ -155,7 +164,9 @@ async def verify(
             f" || {{ echo 'the verifier image has no {TESTS_DIR}/test.sh: its Dockerfile must "
             f"COPY the tests there'; exit 1; }}; }}"
         )
-    prepared = await sandbox.exec(prepare, timeout=PREPARE_TIMEOUT, session=False)
+    prepared = await sandbox.exec(
+        prepare, timeout=PREPARE_TIMEOUT, session=False, **_as_root(sandbox)
+    )
     if prepared.exit_code != 0:
         message = f"could not prepare {VERIFIER_DIR} and {TESTS_DIR}: {_tail(prepared.output)}"
         if upload_tests and settle > 0:

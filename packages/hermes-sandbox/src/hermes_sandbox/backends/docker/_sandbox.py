@@ -101,6 +101,9 @@ class DockerSandbox(Sandbox):
         #: Who commands run as (``""``: root); the image's ``USER`` unless ``options.user``
         #: says, known once started.
         self.user = options.user or ""
+        #: The image's own ``USER`` (``""``: root), known once started: who a command runs
+        #: as when neither ``options.user`` nor ``exec(user=...)`` says.
+        self.image_user = ""
         pool = options.extra.get("pool")
         if pool is not None and not isinstance(pool, DockerWarmPool):
             raise ValueError(f"docker: option 'pool' must be a DockerWarmPool, got {pool!r}")
@@ -144,6 +147,7 @@ class DockerSandbox(Sandbox):
         """Take the image's workdir and user where the options leave them unset, and
         make the container's command sessions."""
         self.workdir = launched.workdir
+        self.image_user = launched.user
         self.user = self.options.user or launched.user
         assert self._daemon is not None
         self._sessions = SessionPool(self._daemon, launched.id, self._env)
