@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from hermes_parsers.assembly import Assembler
@@ -17,6 +18,40 @@ from hermes_parsers.tool_call import ToolCall
 __all__ = ["ToolCallParser"]
 
 _THINK = reasoning_region()
+
+
+def markup_check(openers: Sequence[str], *, always: bool = False) -> Callable[[str], bool]:
+    """A function telling whether a text holds one of ``openers`` (every text when
+    ``always``), at the cost of C-level searches: per group of openers sharing a first
+    character, an ``in`` test for that character (a ``memchr``, which rules the group out
+    at once for text where it never occurs), then one search for the group (``in`` for
+    one opener, a compiled alternation, which skips from one occurrence of the shared
+    prefix to the next, for several)."""
+    if always or not openers:
+        return lambda text: always
+    groups: dict[str, list[str]] = {}
+    for opener in dict.fromkeys(openers):
+        groups.setdefault(opener[0], []).append(opener)
+    tests: list[tuple[str, Callable[[str], object]]] = []
+    for first, group in groups.items():
+        if len(group) == 1:
+            tests.append((first, _contains(group[0])))
+        else:
+            longest_first = sorted(group, key=len, reverse=True)
+            tests.append((first, re.compile("|".join(map(re.escape, longest_first))).search))
+
+    def holds_markup(text: str) -> bool:
+        for first, search in tests:  # noqa: SIM110 - a loop costs less than any() here
+            if first in text and search(text):
+                return True
+        return False
+
+    return holds_markup
+
+
+def _contains(needle: str) -> Callable[[str], bool]:
+    """A test for ``needle in text``."""
+    return lambda text: needle in text
 
 
 class ToolCallParser(ABC):
@@ -66,6 +101,8 @@ class ToolCallParser(ABC):
         self.schemas = ToolSchemas(tools or ())
         #: The scanner's regions, built once per parser (they hold no parse state).
         self._regions: tuple[Region, ...] | None = None
+        #: Tells whether a text holds one of ``openers`` (built on first use).
+        self._holds_markup: Callable[[str], bool] | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, strict={self.strict})"
@@ -83,6 +120,13 @@ class ToolCallParser(ABC):
         """
         if not isinstance(text, str):
             raise NotTextError(f"parse() takes str, got {type(text).__name__}; decode bytes first")
+        holds_markup = self._holds_markup or self._markup_check()
+        if not holds_markup(text):
+            return ParseResult(text.strip() or None, None)
+        return self._parse_markup(text)
+
+    def _parse_markup(self, text: str) -> ParseResult:
+        """``parse`` without the shortcut for text that holds none of ``openers``."""
         scanner = self._scanner()
         assembler = Assembler(self.name, strict=self.strict)
         if type(scanner) is MarkerScanner:
@@ -95,6 +139,30 @@ class ToolCallParser(ABC):
     def stream(self) -> StreamParser:
         """Start an incremental parse; see ``StreamParser``."""
         return StreamParser(self._scanner(), Assembler(self.name, strict=self.strict))
+
+    @property
+    def openers(self) -> tuple[str, ...]:
+        """The strings that start markup in this format (calls, reasoning, special tokens
+        the parser drops). A text holding none of them parses as its own content: ``parse``
+        then costs the substring searches for them. Empty when the text starts inside
+        reasoning (``think_prefilled``): no text is plain content then."""
+        if self.think_prefilled:
+            return ()
+        return self._openers()
+
+    def _openers(self) -> tuple[str, ...]:
+        """``openers`` when the text does not start in reasoning. The default serves
+        formats read by a ``MarkerScanner``: the opening markers of its regions."""
+        scanner = self._scanner()
+        if type(scanner) is not MarkerScanner:
+            raise NotImplementedError(f"{type(self).__name__} must define _openers")
+        return scanner.openers
+
+    def _markup_check(self) -> Callable[[str], bool]:
+        """Build (once) the test behind ``parse``'s shortcut: whether a text holds one of
+        ``openers`` (always true with ``think_prefilled``)."""
+        check = self._holds_markup = markup_check(self.openers, always=self.think_prefilled)
+        return check
 
     def _scanner(self) -> Scanner:
         regions = self._regions

@@ -64,13 +64,20 @@ def reasoning_region(start: str = "<think>", end: str = "</think>") -> Region:
 
 
 def _pending_prefix(text: str, markers: Sequence[str]) -> int:
-    """Length of the longest suffix of ``text`` that is a proper prefix of some marker."""
+    """Length of the longest suffix of ``text`` that is a proper prefix of some marker.
+
+    Only the occurrences of a marker's first character within its length of the end are
+    tried, so a chunk pays a few C searches, not one comparison per possible size."""
     best = 0
+    size = len(text)
     for marker in markers:
-        for size in range(min(len(marker) - 1, len(text)), best, -1):
-            if text.endswith(marker[:size]):
-                best = size
+        first = marker[0]
+        at = text.find(first, max(0, size - len(marker) + 1))
+        while 0 <= at < size - best:
+            if marker.startswith(text[at:]):
+                best = size - at
                 break
+            at = text.find(first, at + 1)
     return best
 
 
@@ -82,6 +89,8 @@ class MarkerScanner:
         (for prompts that end with an opening ``<think>``)."""
         self._regions = tuple(regions)
         self._markers = tuple(region.start for region in self._regions)
+        #: The markers' first characters: a chunk holding none of them is all content.
+        self._firsts = tuple(dict.fromkeys(marker[0] for marker in self._markers if marker))
         self._longest = max(map(len, self._markers), default=0)
         self._carry = ""  # content mode: text that may begin a marker
         self._pos = 0  # absolute offset of the first character not yet emitted
@@ -91,9 +100,25 @@ class MarkerScanner:
         self._body_offset = 0
         self._opened_by_text = open_region is None
 
+    @property
+    def openers(self) -> tuple[str, ...]:
+        """The opening markers of the regions: text holding none of them is content."""
+        return self._markers
+
     def feed(self, text: str) -> list[Segment]:
         """Consume the next chunk; return segments now certain."""
         out: list[Segment] = []
+        if self._region is None and not self._carry:
+            # Outside any region, a chunk without a marker's first character can neither
+            # hold a marker nor end in the beginning of one: all of it is content.
+            for first in self._firsts:
+                if first in text:
+                    break
+            else:
+                if text:
+                    out.append(Content(text))
+                    self._pos += len(text)
+                return out
         s = self._carry + text
         self._carry = ""
         # Next occurrence of each opening marker in ``s`` at or after ``i`` (-1: none left),
