@@ -7,11 +7,13 @@ parsers, ``environments/tool_call_parsers/``, a copy of which is kept as test da
 - ``no call``: 20 KB of prose and code-like text holding none of the format's openers.
   Bar: ``parse`` at most 1.0x the substring searches for the format's ``openers``
   (``opener in text`` for each, the work the answer needs); the reference (one search
-  for its one marker) is shown beside it. ``stream``: the same text fed in 64-character
-  chunks, against ``opener in chunk`` for each chunk (bar 1.0x with the stream's own
-  per-chunk work, so a chunk is passed through at C speed).
+  for its one marker) is shown beside it. ``stream``: the same text fed in 640-character
+  chunks against 64-character chunks, time per chunk: a chunk passed through at C speed
+  costs about the same whatever its size (bar 3.0x; Python work per character would
+  make it about 10x).
 - ``one call``, ``four calls``, ``100 KB argument``, ``malformed`` (the one-call text with
-  a ``:`` missing in the arguments' JSON): ``parse`` then reading each call's
+  a ``:`` missing in the arguments' JSON; mistral's in the v11 ``[TOOL_CALLS]name{args}``
+  form, the one the reference reads): ``parse`` then reading each call's
   ``arguments`` string (what the reference returns), against the reference's ``parse``.
   Bar: at most 1.0x where both give the same answer (content and calls, arguments compared
   as JSON); where they differ the ratio is shown and marked ``differs``, with no bar.
@@ -58,6 +60,7 @@ from hermes_parsers.tool_call import FunctionCall
 LINEAR_LIMIT = 20.0
 JSON_LIMIT = 3.0
 REFERENCE_LIMIT = 1.0
+CHUNK_GROWTH_LIMIT = 3.0
 KINDS = ("no call", "one call", "four calls", "100 KB argument", "malformed")
 STREAM_CHUNK = 64
 
@@ -74,11 +77,11 @@ def paired(ours: Callable[[], object], base: Callable[[], object], rounds: int) 
     for both sides together to take about 2 ms). GC is off while timing, as in ``timeit``."""
     calls = 1
     while True:
-        start = time.perf_counter()
+        start = time.thread_time()
         for _ in range(calls):
             ours()
             base()
-        if time.perf_counter() - start > 0.002 or calls >= 1 << 20:
+        if time.thread_time() - start > 0.002 or calls >= 1 << 20:
             break
         calls *= 2
     ratios = []
@@ -89,10 +92,10 @@ def paired(ours: Callable[[], object], base: Callable[[], object], rounds: int) 
             times = {}
             for side in (("ours", ours), ("base", base))[:: 1 if round_ % 2 else -1]:
                 fn = side[1]
-                start = time.perf_counter()
+                start = time.thread_time()
                 for _ in range(calls):
                     fn()
-                times[side[0]] = time.perf_counter() - start
+                times[side[0]] = time.thread_time() - start
             ratios.append(times["ours"] / max(times["base"], 1e-9))
     finally:
         gc.enable()
@@ -118,13 +121,18 @@ def kind_inputs(parser: ToolCallParser) -> dict[str, str]:
     big = parser.render(None, [ToolCall("functions.write:0", FunctionCall("write", big_args))])
     broken = one.replace('"timeout": ', '"timeout" ', 1)
     assert broken != one
-    return {
+    texts = {
         "no call": prose(20_000),
         "one call": one,
         "four calls": four,
         "100 KB argument": big,
         "malformed": broken,
     }
+    if parser.name == "mistral":
+        # The reference reads the v11+ per-call form as ``name{args}`` (the ``[ARGS]``
+        # token dropped, as a decode that skips special tokens leaves it); ours reads both.
+        texts = {kind: text.replace("[ARGS]", "") for kind, text in texts.items()}
+    return texts
 
 
 def answer(content: str | None, calls: list[Any] | None) -> tuple[Any, ...]:
@@ -142,32 +150,34 @@ def answer(content: str | None, calls: list[Any] | None) -> tuple[Any, ...]:
 
 
 def plain_figures(parser: ToolCallParser, text: str, rounds: int) -> dict[str, float]:
-    """``parse`` and ``stream`` of text holding no opener, against the substring searches
-    for the format's openers (in the whole text; in each chunk for the stream)."""
+    """``parse`` of text holding no opener against the substring searches for the format's
+    openers; streaming it in 640-character chunks against 64-character chunks, per chunk
+    (a chunk passed through at C speed costs about the same whatever its size; work per
+    character in Python would make it about ten times as much)."""
     openers = parser.openers
     assert not any(opener in text for opener in openers), "no-call text holds markup"
-    chunks = [text[i : i + STREAM_CHUNK] for i in range(0, len(text), STREAM_CHUNK)]
 
     def searches() -> None:
         for opener in openers:
             if opener in text:
                 break
 
-    def stream_all() -> None:
-        stream = parser.stream()
-        for chunk in chunks:
-            stream.feed(chunk)
-        stream.close()
+    def streamer(size: int) -> Callable[[], None]:
+        chunks = [text[i : i + size] for i in range(0, len(text), size)]
 
-    def chunk_searches() -> None:
-        for chunk in chunks:
-            for opener in openers:
-                if opener in chunk:
-                    break
+        def stream_all() -> None:
+            stream = parser.stream()
+            for chunk in chunks:
+                stream.feed(chunk)
+            stream.close()
 
+        return stream_all
+
+    large = STREAM_CHUNK * 10
+    per_chunk = paired(streamer(large), streamer(STREAM_CHUNK), rounds) * 10
     return {
         "vs_search": paired(lambda: parser.parse(text), searches, rounds),
-        "stream_vs_search": paired(stream_all, chunk_searches, rounds),
+        "stream_chunk_growth": per_chunk,
     }
 
 
@@ -211,12 +221,12 @@ def best_time(fn: Callable[[], object], *, budget: float) -> float:
 
 def _best_time(fn: Callable[[], object], budget: float) -> float:
     best = float("inf")
-    deadline = time.perf_counter() + budget
+    deadline = time.thread_time() + budget
     runs = 0
-    while runs < 3 or (time.perf_counter() < deadline and runs < 10_000):
-        start = time.perf_counter()
+    while runs < 3 or (time.thread_time() < deadline and runs < 10_000):
+        start = time.thread_time()
         fn()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.thread_time() - start)
         runs += 1
     return best
 
@@ -360,7 +370,7 @@ def reference_table(results: dict[str, dict[str, Any]]) -> list[str]:
     print()
     print("ours / reference (median of paired rounds; 'differs': answers differ, no bar)")
     header = f"{'format':<14}" + "".join(f"{kind:>17}" for kind in KINDS)
-    header += f"{'no call/search':>16}{'stream/search':>15}"
+    header += f"{'no call/search':>16}{'stream 10x chunk':>18}"
     print(header)
     print("-" * len(header))
     for name, r in results.items():
@@ -376,13 +386,17 @@ def reference_table(results: dict[str, dict[str, Any]]) -> list[str]:
                 )
             if row["kind"] == "no call":
                 plain = row
-        cells.append(f"{plain['vs_search']:>16.2f}{plain['stream_vs_search']:>15.2f}")
-        for key, label in (("vs_search", "parse"), ("stream_vs_search", "stream")):
-            if plain[key] > REFERENCE_LIMIT:
-                missed.append(
-                    f"{name}: no-call {label} is {plain[key]:.2f}x the substring searches "
-                    f"for its openers (bar {REFERENCE_LIMIT})"
-                )
+        cells.append(f"{plain['vs_search']:>16.2f}{plain['stream_chunk_growth']:>18.2f}")
+        if plain["vs_search"] > REFERENCE_LIMIT:
+            missed.append(
+                f"{name}: no-call parse is {plain['vs_search']:.2f}x the substring searches "
+                f"for its openers (bar {REFERENCE_LIMIT})"
+            )
+        if plain["stream_chunk_growth"] > CHUNK_GROWTH_LIMIT:
+            missed.append(
+                f"{name}: a no-call chunk ten times larger costs "
+                f"{plain['stream_chunk_growth']:.2f}x as much to stream (bar {CHUNK_GROWTH_LIMIT})"
+            )
         print(f"{name:<14}" + "".join(cells))
     return missed
 

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 from hermes_parsers.assembly import Assembler
 from hermes_parsers.errors import NotTextError, RenderError
 from hermes_parsers.result import ParseResult
-from hermes_parsers.scanner import MarkerScanner, Region, Scanner, reasoning_region
+from hermes_parsers.scanner import MarkerScanner, Region, RegionSet, Scanner, reasoning_region
 from hermes_parsers.schema import ToolSchemas
 from hermes_parsers.stream import StreamParser
 from hermes_parsers.tool_call import ToolCall
@@ -100,7 +100,7 @@ class ToolCallParser(ABC):
         self.think_prefilled = think_prefilled
         self.schemas = ToolSchemas(tools or ())
         #: The scanner's regions, built once per parser (they hold no parse state).
-        self._regions: tuple[Region, ...] | None = None
+        self._regions: RegionSet | None = None
         #: Tells whether a text holds one of ``openers`` (built on first use).
         self._holds_markup: Callable[[str], bool] | None = None
 
@@ -167,7 +167,7 @@ class ToolCallParser(ABC):
     def _scanner(self) -> Scanner:
         regions = self._regions
         if regions is None:
-            regions = self._regions = (*self._call_regions(), _THINK)
+            regions = self._regions = RegionSet((*self._call_regions(), _THINK))
         return MarkerScanner(regions, open_region=_THINK if self.think_prefilled else None)
 
     def _call_regions(self) -> list[Region]:

@@ -9,13 +9,13 @@ is examined a bounded number of times, so time is linear in the input.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from hermes_parsers.segments import Content, Malformed, Reasoning, Segment
 
-__all__ = ["BodyReader", "MarkerScanner", "Region", "Scanner", "reasoning_region"]
+__all__ = ["BodyReader", "MarkerScanner", "Region", "RegionSet", "Scanner", "reasoning_region"]
 
 
 class BodyReader(Protocol):
@@ -58,6 +58,23 @@ class Region:
     retry_nested: bool = True
 
 
+class RegionSet(tuple[Region, ...]):
+    """The regions of a format, with what a ``MarkerScanner`` derives from them worked out
+    once (a parser keeps one and hands it to every scanner it makes)."""
+
+    markers: tuple[str, ...]
+    #: The markers' first characters: a chunk holding none of them is all content.
+    firsts: tuple[str, ...]
+    longest: int
+
+    def __new__(cls, regions: Iterable[Region]) -> RegionSet:
+        made = super().__new__(cls, regions)
+        made.markers = tuple(region.start for region in made)
+        made.firsts = tuple(dict.fromkeys(marker[0] for marker in made.markers if marker))
+        made.longest = max(map(len, made.markers), default=0)
+        return made
+
+
 def reasoning_region(start: str = "<think>", end: str = "</think>") -> Region:
     """A ``<think>...</think>`` style region whose body is reasoning."""
     return Region(start, end, None)
@@ -84,14 +101,16 @@ def _pending_prefix(text: str, markers: Sequence[str]) -> int:
 class MarkerScanner:
     """Scans text into ``Content`` and regions; see the module docstring."""
 
-    def __init__(self, regions: Sequence[Region], *, open_region: Region | None = None) -> None:
+    def __init__(self, regions: Iterable[Region], *, open_region: Region | None = None) -> None:
         """Create a scanner; ``open_region`` starts the text already inside that region
-        (for prompts that end with an opening ``<think>``)."""
-        self._regions = tuple(regions)
-        self._markers = tuple(region.start for region in self._regions)
-        #: The markers' first characters: a chunk holding none of them is all content.
-        self._firsts = tuple(dict.fromkeys(marker[0] for marker in self._markers if marker))
-        self._longest = max(map(len, self._markers), default=0)
+        (for prompts that end with an opening ``<think>``). Pass a ``RegionSet`` to skip
+        working out what the scanner derives from the regions."""
+        if type(regions) is not RegionSet:
+            regions = RegionSet(regions)
+        self._regions = regions
+        self._markers = regions.markers
+        self._firsts = regions.firsts
+        self._longest = regions.longest
         self._carry = ""  # content mode: text that may begin a marker
         self._pos = 0  # absolute offset of the first character not yet emitted
         self._region: Region | None = open_region
