@@ -95,7 +95,7 @@ def test_plain_text_costs_a_search_not_a_scan(name: str) -> None:
     parser.parse(short)  # the first parse builds the check that later ones reuse
     steps = count_steps(lambda: parser.parse(long))
     assert steps == count_steps(lambda: parser.parse(short))
-    assert steps <= 12
+    assert steps <= 30  # the full scan of the same text takes several times as many
     assert parser.parse(long) == ParseResult(long.strip(), None)
 
 

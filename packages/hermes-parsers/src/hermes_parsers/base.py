@@ -18,27 +18,37 @@ from hermes_parsers.tool_call import ToolCall
 __all__ = ["ToolCallParser"]
 
 _THINK = reasoning_region()
+_plain_result = ParseResult.content_only
 
 
 def markup_check(openers: Sequence[str], *, always: bool = False) -> Callable[[str], bool]:
     """A function telling whether a text holds one of ``openers`` (every text when
     ``always``), at the cost of C-level searches: per group of openers sharing a first
     character, an ``in`` test for that character (a ``memchr``, which rules the group out
-    at once for text where it never occurs), then one search for the group (``in`` for
-    one opener, a compiled alternation, which skips from one occurrence of the shared
-    prefix to the next, for several)."""
+    at once for text where it never occurs), then the group's searches: ``in`` for each
+    opener holding a character above U+00FF (free on text without such characters), and
+    one compiled alternation for the others (one pass for them all; ``in`` for one)."""
     if always or not openers:
         return lambda text: always
     groups: dict[str, list[str]] = {}
     for opener in dict.fromkeys(openers):
         groups.setdefault(opener[0], []).append(opener)
-    tests: list[tuple[str, Callable[[str], object]]] = []
+    tests: list[tuple[str, Callable[[str], bool]]] = []
     for first, group in groups.items():
-        if len(group) == 1:
-            tests.append((first, _contains(group[0])))
-        else:
-            longest_first = sorted(group, key=len, reverse=True)
-            tests.append((first, re.compile("|".join(map(re.escape, longest_first))).search))
+        # ``in`` answers at once when the opener holds a character wider than any in the
+        # text (DeepSeek's fullwidth bars in ASCII text); the expression engine does not.
+        wide = [opener for opener in group if max(opener) > "\xff"]
+        narrow = [opener for opener in group if max(opener) <= "\xff"]
+        searches = [_contains(opener) for opener in wide]
+        if len(narrow) > 1:
+            longest_first = sorted(narrow, key=len, reverse=True)
+            searches.append(_matches(re.compile("|".join(map(re.escape, longest_first)))))
+        elif narrow:
+            searches.append(_contains(narrow[0]))
+        tests.append((first, searches[0] if len(searches) == 1 else _any_of(tuple(searches))))
+    if len(tests) == 1:
+        ((only, search),) = tests
+        return lambda text: only in text and search(text)
 
     def holds_markup(text: str) -> bool:
         for first, search in tests:  # noqa: SIM110 - a loop costs less than any() here
@@ -49,9 +59,27 @@ def markup_check(openers: Sequence[str], *, always: bool = False) -> Callable[[s
     return holds_markup
 
 
+def _matches(pattern: re.Pattern[str]) -> Callable[[str], bool]:
+    """A test for whether ``pattern`` occurs in a text."""
+    search = pattern.search
+    return lambda text: search(text) is not None
+
+
 def _contains(needle: str) -> Callable[[str], bool]:
-    """A test for ``needle in text``."""
+    """A test for whether ``needle`` is in a text."""
     return lambda text: needle in text
+
+
+def _any_of(searches: tuple[Callable[[str], bool], ...]) -> Callable[[str], bool]:
+    """A test passed when one of ``searches`` passes."""
+
+    def any_of(text: str) -> bool:
+        for search in searches:  # noqa: SIM110 - a loop costs less than any() here
+            if search(text):
+                return True
+        return False
+
+    return any_of
 
 
 class ToolCallParser(ABC):
@@ -122,7 +150,7 @@ class ToolCallParser(ABC):
             raise NotTextError(f"parse() takes str, got {type(text).__name__}; decode bytes first")
         holds_markup = self._holds_markup or self._markup_check()
         if not holds_markup(text):
-            return ParseResult(text.strip() or None, None)
+            return _plain_result(text.strip() or None)
         return self._parse_markup(text)
 
     def _parse_markup(self, text: str) -> ParseResult:
