@@ -18,7 +18,7 @@ from hermes_parsers.tool_call import ToolCall
 __all__ = ["ToolCallParser"]
 
 _THINK = reasoning_region()
-_plain_result = ParseResult.content_only
+_plain_result = ParseResult._content_only
 
 
 def markup_check(openers: Sequence[str], *, always: bool = False) -> Callable[[str], bool]:

@@ -26,7 +26,7 @@ class ParseResult:
     reasoning: str | None = None
 
     @classmethod
-    def content_only(cls, content: str | None) -> ParseResult:
+    def _content_only(cls, content: str | None) -> ParseResult:
         """``ParseResult(content, None)``, built without the frozen ``__init__``'s
         per-field ``object.__setattr__`` calls (what ``parse`` returns for plain text)."""
         result = _new(cls)
