@@ -6,6 +6,8 @@ import json
 import math
 import re
 from collections.abc import Callable
+from json.encoder import c_make_encoder as _c_make_encoder  # type: ignore[attr-defined]
+from json.encoder import encode_basestring as _encode_basestring
 from typing import Any
 
 from hermes_parsers.errors import ArgumentsError
@@ -42,6 +44,16 @@ _SCAN: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignor
 _LAX_SCAN: Callable[[str, int], tuple[Any, int]] = _LAX_DECODER.scan_once  # type: ignore[attr-defined]
 _JSON_SPACE = frozenset(" \t\n\r")
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+# The C encoder behind it, called directly: ``JSONEncoder.encode`` builds a new one on
+# every call. No circular-reference memo (``markers=None``): a value that contains itself
+# ends in a RecursionError instead of a ValueError, and both are refused below.
+_ENCODE: Callable[[Any, int], Any] | None = (
+    None
+    if _c_make_encoder is None
+    else _c_make_encoder(
+        None, _ENCODER.default, _encode_basestring, None, ": ", ", ", False, False, False
+    )
+)
 _SPACE = re.compile(r"[ \t\n\r]*")  # JSON's own whitespace
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # \uD800..\uDFFF in JSON text
@@ -176,6 +188,8 @@ def encode_arguments(value: dict[str, Any]) -> str:
         ArgumentsError: if the value cannot be written as strict JSON.
     """
     try:
+        if _ENCODE is not None and type(value) is dict:
+            return "".join(_ENCODE(value, 0))
         return _ENCODER.encode(value)
     except (TypeError, ValueError, RecursionError) as exc:
         raise ArgumentsError(

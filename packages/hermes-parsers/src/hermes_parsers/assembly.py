@@ -18,6 +18,7 @@ from hermes_parsers.tool_call import FunctionCall, ToolCall
 __all__ = ["Assembler", "call_id"]
 
 _build_call = ToolCall._build
+_crc32 = zlib.crc32
 _from_value = FunctionCall.from_value
 
 
@@ -52,28 +53,30 @@ class Assembler:
         """
         out: list[StreamEvent] = []
         content = self._content
+        calls = self._calls
         for segment in segments:
             # Segment classes are final, so exact type checks are enough (and fast).
-            if type(segment) is RawCall:
-                call = self._validate(segment)
-                if call is not None:
-                    if events:
-                        out.append(ToolCallEvent(len(self._calls), call))
-                    self._calls.append(call)
-                    continue
-                text = segment.raw
-            elif type(segment) is Content:
-                text = segment.text
+            kind = type(segment)
+            if kind is Content:
+                text = segment.text  # type: ignore[union-attr]
                 if not text:
                     continue
-            elif type(segment) is Reasoning:
-                self._reasoning.append(segment.text)
+            elif kind is RawCall:
+                call = self._validate(segment)  # type: ignore[arg-type]
+                if call is not None:
+                    if events:
+                        out.append(ToolCallEvent(len(calls), call))
+                    calls.append(call)
+                    continue
+                text = segment.raw  # type: ignore[union-attr]
+            elif kind is Reasoning:
+                self._reasoning.append(segment.text)  # type: ignore[union-attr]
                 if events:
-                    out.append(ReasoningDelta(segment.text))
+                    out.append(ReasoningDelta(segment.text))  # type: ignore[union-attr]
                 continue
-            elif type(segment) is Malformed:
-                self._malformed(segment)
-                text = segment.raw
+            elif kind is Malformed:
+                self._malformed(segment)  # type: ignore[arg-type]
+                text = segment.raw  # type: ignore[union-attr]
             else:
                 raise TypeError(f"not a segment: {segment!r}")
             content.append(text)
@@ -114,7 +117,11 @@ class Assembler:
                     Malformed(raw.raw, f"call to {name!r}: {exc}", raw.offset), "arguments"
                 )
                 return None
-        identifier = raw.id or call_id(len(self._calls), name, text, data)
+        identifier = raw.id
+        if not identifier:
+            # call_id(), inlined: parse() builds one per call.
+            checksum = _crc32(text.encode("ascii") if data is None else data)
+            identifier = f"call_{len(self._calls)}_{checksum:08x}"
         return _build_call(identifier, _from_value(name, arguments))
 
     def result(self) -> ParseResult:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from hermes_parsers.assembly import Assembler
 from hermes_parsers.errors import NotTextError, RenderError
 from hermes_parsers.result import ParseResult
-from hermes_parsers.scanner import MarkerScanner, Region, Scanner, reasoning_region
+from hermes_parsers.scanner import MarkerScanner, Region, RegionSet, Scanner, reasoning_region
 from hermes_parsers.schema import ToolSchemas
 from hermes_parsers.stream import StreamParser
 from hermes_parsers.tool_call import ToolCall
@@ -17,6 +18,68 @@ from hermes_parsers.tool_call import ToolCall
 __all__ = ["ToolCallParser"]
 
 _THINK = reasoning_region()
+_plain_result = ParseResult._content_only
+
+
+def markup_check(openers: Sequence[str], *, always: bool = False) -> Callable[[str], bool]:
+    """A function telling whether a text holds one of ``openers`` (every text when
+    ``always``), at the cost of C-level searches: per group of openers sharing a first
+    character, an ``in`` test for that character (a ``memchr``, which rules the group out
+    at once for text where it never occurs), then the group's searches: ``in`` for each
+    opener holding a character above U+00FF (free on text without such characters), and
+    one compiled alternation for the others (one pass for them all; ``in`` for one)."""
+    if always or not openers:
+        return lambda text: always
+    groups: dict[str, list[str]] = {}
+    for opener in dict.fromkeys(openers):
+        groups.setdefault(opener[0], []).append(opener)
+    tests: list[tuple[str, Callable[[str], bool]]] = []
+    for first, group in groups.items():
+        # ``in`` answers at once when the opener holds a character wider than any in the
+        # text (DeepSeek's fullwidth bars in ASCII text); the expression engine does not.
+        wide = [opener for opener in group if max(opener) > "\xff"]
+        narrow = [opener for opener in group if max(opener) <= "\xff"]
+        searches = [_contains(opener) for opener in wide]
+        if len(narrow) > 1:
+            longest_first = sorted(narrow, key=len, reverse=True)
+            searches.append(_matches(re.compile("|".join(map(re.escape, longest_first)))))
+        elif narrow:
+            searches.append(_contains(narrow[0]))
+        tests.append((first, searches[0] if len(searches) == 1 else _any_of(tuple(searches))))
+    if len(tests) == 1:
+        ((only, search),) = tests
+        return lambda text: only in text and search(text)
+
+    def holds_markup(text: str) -> bool:
+        for first, search in tests:  # noqa: SIM110 - a loop costs less than any() here
+            if first in text and search(text):
+                return True
+        return False
+
+    return holds_markup
+
+
+def _matches(pattern: re.Pattern[str]) -> Callable[[str], bool]:
+    """A test for whether ``pattern`` occurs in a text."""
+    search = pattern.search
+    return lambda text: search(text) is not None
+
+
+def _contains(needle: str) -> Callable[[str], bool]:
+    """A test for whether ``needle`` is in a text."""
+    return lambda text: needle in text
+
+
+def _any_of(searches: tuple[Callable[[str], bool], ...]) -> Callable[[str], bool]:
+    """A test passed when one of ``searches`` passes."""
+
+    def any_of(text: str) -> bool:
+        for search in searches:  # noqa: SIM110 - a loop costs less than any() here
+            if search(text):
+                return True
+        return False
+
+    return any_of
 
 
 class ToolCallParser(ABC):
@@ -65,7 +128,9 @@ class ToolCallParser(ABC):
         self.think_prefilled = think_prefilled
         self.schemas = ToolSchemas(tools or ())
         #: The scanner's regions, built once per parser (they hold no parse state).
-        self._regions: tuple[Region, ...] | None = None
+        self._regions: RegionSet | None = None
+        #: Tells whether a text holds one of ``openers`` (built on first use).
+        self._holds_markup: Callable[[str], bool] | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, strict={self.strict})"
@@ -83,6 +148,13 @@ class ToolCallParser(ABC):
         """
         if not isinstance(text, str):
             raise NotTextError(f"parse() takes str, got {type(text).__name__}; decode bytes first")
+        holds_markup = self._holds_markup or self._markup_check()
+        if not holds_markup(text):
+            return _plain_result(text.strip() or None)
+        return self._parse_markup(text)
+
+    def _parse_markup(self, text: str) -> ParseResult:
+        """``parse`` without the shortcut for text that holds none of ``openers``."""
         scanner = self._scanner()
         assembler = Assembler(self.name, strict=self.strict)
         if type(scanner) is MarkerScanner:
@@ -96,10 +168,34 @@ class ToolCallParser(ABC):
         """Start an incremental parse; see ``StreamParser``."""
         return StreamParser(self._scanner(), Assembler(self.name, strict=self.strict))
 
+    @property
+    def openers(self) -> tuple[str, ...]:
+        """The strings that start markup in this format (calls, reasoning, special tokens
+        the parser drops). A text holding none of them parses as its own content: ``parse``
+        then costs the substring searches for them. Empty when the text starts inside
+        reasoning (``think_prefilled``): no text is plain content then."""
+        if self.think_prefilled:
+            return ()
+        return self._openers()
+
+    def _openers(self) -> tuple[str, ...]:
+        """``openers`` when the text does not start in reasoning. The default serves
+        formats read by a ``MarkerScanner``: the opening markers of its regions."""
+        scanner = self._scanner()
+        if type(scanner) is not MarkerScanner:
+            raise NotImplementedError(f"{type(self).__name__} must define _openers")
+        return scanner.openers
+
+    def _markup_check(self) -> Callable[[str], bool]:
+        """Build (once) the test behind ``parse``'s shortcut: whether a text holds one of
+        ``openers`` (always true with ``think_prefilled``)."""
+        check = self._holds_markup = markup_check(self.openers, always=self.think_prefilled)
+        return check
+
     def _scanner(self) -> Scanner:
         regions = self._regions
         if regions is None:
-            regions = self._regions = (*self._call_regions(), _THINK)
+            regions = self._regions = RegionSet((*self._call_regions(), _THINK))
         return MarkerScanner(regions, open_region=_THINK if self.think_prefilled else None)
 
     def _call_regions(self) -> list[Region]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +25,16 @@ class ParseResult:
     tool_calls: list[ToolCall] | None
     reasoning: str | None = None
 
+    @classmethod
+    def _content_only(cls, content: str | None) -> ParseResult:
+        """``ParseResult(content, None)``, built without the frozen ``__init__``'s
+        per-field ``object.__setattr__`` calls (what ``parse`` returns for plain text)."""
+        result = _new(cls)
+        _SET_CONTENT(result, content)
+        _SET_CALLS(result, None)
+        _SET_REASONING(result, None)
+        return result
+
     def __iter__(self) -> Iterator[Any]:
         yield self.content
         yield self.tool_calls
@@ -43,3 +53,9 @@ class ParseResult:
         if self.reasoning is not None:
             message["reasoning_content"] = self.reasoning
         return message
+
+
+_new = object.__new__
+_SET_CONTENT: Callable[[Any, Any], None] = ParseResult.__dict__["content"].__set__
+_SET_CALLS: Callable[[Any, Any], None] = ParseResult.__dict__["tool_calls"].__set__
+_SET_REASONING: Callable[[Any, Any], None] = ParseResult.__dict__["reasoning"].__set__

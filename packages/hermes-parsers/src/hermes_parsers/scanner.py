@@ -9,13 +9,13 @@ is examined a bounded number of times, so time is linear in the input.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from hermes_parsers.segments import Content, Malformed, Reasoning, Segment
 
-__all__ = ["BodyReader", "MarkerScanner", "Region", "Scanner", "reasoning_region"]
+__all__ = ["BodyReader", "MarkerScanner", "Region", "RegionSet", "Scanner", "reasoning_region"]
 
 
 class BodyReader(Protocol):
@@ -58,31 +58,59 @@ class Region:
     retry_nested: bool = True
 
 
+class RegionSet(tuple[Region, ...]):
+    """The regions of a format, with what a ``MarkerScanner`` derives from them worked out
+    once (a parser keeps one and hands it to every scanner it makes)."""
+
+    markers: tuple[str, ...]
+    #: The markers' first characters: a chunk holding none of them is all content.
+    firsts: tuple[str, ...]
+    longest: int
+
+    def __new__(cls, regions: Iterable[Region]) -> RegionSet:
+        made = super().__new__(cls, regions)
+        made.markers = tuple(region.start for region in made)
+        made.firsts = tuple(dict.fromkeys(marker[0] for marker in made.markers if marker))
+        made.longest = max(map(len, made.markers), default=0)
+        return made
+
+
 def reasoning_region(start: str = "<think>", end: str = "</think>") -> Region:
     """A ``<think>...</think>`` style region whose body is reasoning."""
     return Region(start, end, None)
 
 
 def _pending_prefix(text: str, markers: Sequence[str]) -> int:
-    """Length of the longest suffix of ``text`` that is a proper prefix of some marker."""
+    """Length of the longest suffix of ``text`` that is a proper prefix of some marker.
+
+    Only the occurrences of a marker's first character within its length of the end are
+    tried, so a chunk pays a few C searches, not one comparison per possible size."""
     best = 0
+    size = len(text)
     for marker in markers:
-        for size in range(min(len(marker) - 1, len(text)), best, -1):
-            if text.endswith(marker[:size]):
-                best = size
+        first = marker[0]
+        at = text.find(first, max(0, size - len(marker) + 1))
+        while 0 <= at < size - best:
+            if marker.startswith(text[at:]):
+                best = size - at
                 break
+            at = text.find(first, at + 1)
     return best
 
 
 class MarkerScanner:
     """Scans text into ``Content`` and regions; see the module docstring."""
 
-    def __init__(self, regions: Sequence[Region], *, open_region: Region | None = None) -> None:
+    def __init__(self, regions: Iterable[Region], *, open_region: Region | None = None) -> None:
         """Create a scanner; ``open_region`` starts the text already inside that region
-        (for prompts that end with an opening ``<think>``)."""
-        self._regions = tuple(regions)
-        self._markers = tuple(region.start for region in self._regions)
-        self._longest = max(map(len, self._markers), default=0)
+        (for prompts that end with an opening ``<think>``). Pass a ``RegionSet`` to skip
+        working out what the scanner derives from the regions."""
+        if type(regions) is not RegionSet:
+            regions = RegionSet(regions)
+        self._regions = regions
+        self._markers = regions.markers
+        self._firsts = regions.firsts
+        self._longest = regions.longest
         self._carry = ""  # content mode: text that may begin a marker
         self._pos = 0  # absolute offset of the first character not yet emitted
         self._region: Region | None = open_region
@@ -91,9 +119,25 @@ class MarkerScanner:
         self._body_offset = 0
         self._opened_by_text = open_region is None
 
+    @property
+    def openers(self) -> tuple[str, ...]:
+        """The opening markers of the regions: text holding none of them is content."""
+        return self._markers
+
     def feed(self, text: str) -> list[Segment]:
         """Consume the next chunk; return segments now certain."""
         out: list[Segment] = []
+        if self._region is None and not self._carry:
+            # Outside any region, a chunk without a marker's first character can neither
+            # hold a marker nor end in the beginning of one: all of it is content.
+            for first in self._firsts:
+                if first in text:
+                    break
+            else:
+                if text:
+                    out.append(Content(text))
+                    self._pos += len(text)
+                return out
         s = self._carry + text
         self._carry = ""
         # Next occurrence of each opening marker in ``s`` at or after ``i`` (-1: none left),

@@ -54,7 +54,7 @@ from hermes_parsers.arguments import load_json
 from hermes_parsers.base import ToolCallParser
 from hermes_parsers.errors import RenderError
 from hermes_parsers.formats._json_calls import escape_markers
-from hermes_parsers.scanner import MarkerScanner, Region, Scanner
+from hermes_parsers.scanner import MarkerScanner, Region, RegionSet, Scanner
 from hermes_parsers.segments import Malformed, RawCall, Reasoning, Segment
 from hermes_parsers.tool_call import ToolCall
 
@@ -295,7 +295,7 @@ class _DeepSeekParser(ToolCallParser):
         regions = self._regions
         if regions is None:
             think = Region(_THINK_START, _THINK_END, self._read_reasoning, retry_nested=False)
-            regions = self._regions = (*self._call_regions(), think)
+            regions = self._regions = RegionSet((*self._call_regions(), think))
         return MarkerScanner(regions, open_region=regions[-1] if self.think_prefilled else None)
 
     # rendering --------------------------------------------------------------------------

@@ -173,6 +173,12 @@ class _KimiScanner:
     # the Scanner protocol ---------------------------------------------------------
     def feed(self, text: str) -> list[Segment]:
         out: list[Segment] = []
+        if self._state is _State.CONTENT and not self._carry and "<" not in text:
+            # Every marker starts with "<": a chunk without one is all content.
+            if text:
+                out.append(Content(text))
+                self._pos += len(text)
+            return out
         s = self._carry + text
         base = self._pos
         start = 0
@@ -409,6 +415,9 @@ class KimiK2Parser(ToolCallParser):
         self._tool_parameters = _tool_parameters(tools or ())
 
     # parsing ------------------------------------------------------------------------
+    def _openers(self) -> tuple[str, ...]:
+        return _WATCH[_State.CONTENT, False, False]
+
     def _scanner(self) -> Scanner:
         return _KimiScanner(self._function_name, in_reasoning=self.think_prefilled)
 

@@ -166,6 +166,17 @@ class _LlamaScanner:
     # protocol ---------------------------------------------------------------------
     def feed(self, text: str) -> list[Segment]:
         out: list[Segment] = []
+        if (
+            self._mode == _CONTENT
+            and not self._carry
+            and not self._after_call
+            and "{" not in text
+            and "<" not in text
+        ):
+            # In content, only "{" (an object) and "<" (a marker) start anything.
+            self._emit(text, out)
+            self._pos += len(text)
+            return out
         s = self._carry + text
         self._carry = ""
         self._budget = 2 * len(s) + 64
@@ -485,6 +496,10 @@ class _LlamaJsonParser(ToolCallParser):
 
     #: A call is bare JSON: its keys and separator are this format's markup.
     vocabulary = (*_MARKERS, _THINK_END, '{"name": ', '"parameters": ', "; ")
+
+    def _openers(self) -> tuple[str, ...]:
+        # A call is a bare JSON object: every "{" may open one.
+        return ("{", *_MARKERS)
 
     def _scanner(self) -> Scanner:
         return _LlamaScanner(think_prefilled=self.think_prefilled)

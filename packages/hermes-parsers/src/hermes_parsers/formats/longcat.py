@@ -47,7 +47,7 @@ from hermes_parsers.base import ToolCallParser
 from hermes_parsers.errors import RenderError
 from hermes_parsers.formats._json_calls import dump_call_object, read_json_object_body
 from hermes_parsers.formats._xml_params import read_value, skip_space
-from hermes_parsers.scanner import MarkerScanner, Region, Scanner, reasoning_region
+from hermes_parsers.scanner import MarkerScanner, Region, RegionSet, Scanner, reasoning_region
 from hermes_parsers.segments import Malformed, RawCall, Segment
 from hermes_parsers.tool_call import ToolCall
 
@@ -91,7 +91,7 @@ class LongcatParser(ToolCallParser):
     def _scanner(self) -> Scanner:
         regions = self._regions
         if regions is None:
-            regions = self._regions = (*self._call_regions(), _LONGCAT_THINK, _THINK)
+            regions = self._regions = RegionSet((*self._call_regions(), _LONGCAT_THINK, _THINK))
         return MarkerScanner(regions, open_region=_LONGCAT_THINK if self.think_prefilled else None)
 
     def _call_regions(self) -> list[Region]:

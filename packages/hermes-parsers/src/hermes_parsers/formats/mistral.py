@@ -69,7 +69,7 @@ from hermes_parsers.arguments import decode_json_prefix
 from hermes_parsers.base import ToolCallParser
 from hermes_parsers.errors import OptionError, RenderError
 from hermes_parsers.formats._json_calls import escape_markers
-from hermes_parsers.scanner import MarkerScanner, Region, Scanner, reasoning_region
+from hermes_parsers.scanner import MarkerScanner, Region, RegionSet, Scanner, reasoning_region
 from hermes_parsers.segments import Content, Malformed, RawCall, Reasoning, Segment
 from hermes_parsers.tool_call import ToolCall
 
@@ -119,7 +119,7 @@ class _GroupReader:
     in windows that grow geometrically (see ``_decode``), so the work is linear in the text.
     """
 
-    __slots__ = ("bad", "base", "calls", "out", "text")
+    __slots__ = ("bad", "base", "calls", "marker_at", "marker_from", "out", "text")
 
     def __init__(self, text: str, base: int) -> None:
         self.text = text
@@ -129,6 +129,9 @@ class _GroupReader:
         # Malformed text not yet emitted: (start, stop, reason). Adjacent pieces merge into
         # one segment that keeps the first reason, so 100k stray markers make one segment.
         self.bad: tuple[int, int, str] | None = None
+        # The last marker search: from where, and what it found (len(text): none left).
+        self.marker_from = -1
+        self.marker_at = -1
 
     def _call(self, name: Any, arguments: Any, start: int, end: int, call_id: str | None) -> None:
         raw = self.text[start:end]
@@ -162,8 +165,15 @@ class _GroupReader:
 
     # helpers ------------------------------------------------------------------------
     def _next_marker(self, start: int) -> int:
+        """The next ``[TOOL_CALLS]`` at or after ``start`` (``len(text)``: none). A group
+        asks from its body, its JSON and its end: the last answer serves every start
+        between the last search and what it found, so the text is searched once."""
+        if self.marker_from <= start <= self.marker_at:
+            return self.marker_at
         found = self.text.find(_CALLS, start)
-        return len(self.text) if found < 0 else found
+        found = len(self.text) if found < 0 else found
+        self.marker_from, self.marker_at = start, found
+        return found
 
     def _emit(self, segments: list[Segment]) -> None:
         if self.bad is not None:
@@ -478,7 +488,12 @@ class MistralParser(ToolCallParser):
         return [_CALL_REGION]
 
     def _scanner(self) -> Scanner:
-        scanner = MarkerScanner([*self._call_regions(), _BRACKET_THINK, _ANGLE_THINK])
+        regions = self._regions
+        if regions is None:
+            regions = self._regions = RegionSet(
+                (*self._call_regions(), _BRACKET_THINK, _ANGLE_THINK)
+            )
+        scanner = MarkerScanner(regions)
         return _PrefilledScanner(scanner) if self.think_prefilled else scanner
 
     # rendering ------------------------------------------------------------------------
