@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from hermes_loop.handler_pool import HandlerThreadPool
     from hermes_loop.loop import AgentLoop, HermesAgentLoop
     from hermes_loop.result import AgentResult, InfraError, ToolError
+    from hermes_loop.scope import LoopScope, bind_loop_scope, current_loop_scope
     from hermes_loop.tools import Tool, ToolInvocation
     from hermes_loop.toolsets import ToolRegistry, ToolSet, UnknownToolsetError
 
@@ -44,6 +45,7 @@ __all__ = [
     "HermesLoopError",
     "InfraError",
     "InvalidMessagesError",
+    "LoopScope",
     "ModelTurn",
     "OpenAIChatServer",
     "ResultFormatError",
@@ -59,6 +61,8 @@ __all__ = [
     "ToolSet",
     "UnknownToolsetError",
     "__version__",
+    "bind_loop_scope",
+    "current_loop_scope",
 ]
 
 #: Names imported on first access, and the module that holds each.
@@ -74,6 +78,7 @@ _LAZY = {
     "HermesLoopError": "hermes_loop.errors",
     "InfraError": "hermes_loop.result",
     "InvalidMessagesError": "hermes_loop.errors",
+    "LoopScope": "hermes_loop.scope",
     "ModelTurn": "hermes_loop.endpoints.base",
     "OpenAIChatServer": "hermes_loop.endpoints.openai_chat",
     "ResultFormatError": "hermes_loop.errors",
@@ -88,6 +93,8 @@ _LAZY = {
     "ToolRunner": "hermes_loop.dispatch",
     "ToolSet": "hermes_loop.toolsets",
     "UnknownToolsetError": "hermes_loop.toolsets",
+    "bind_loop_scope": "hermes_loop.scope",
+    "current_loop_scope": "hermes_loop.scope",
 }
 
 
