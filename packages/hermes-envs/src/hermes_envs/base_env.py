@@ -44,6 +44,15 @@ from hermes_envs.cli import run_cli
 from hermes_envs.config import AGENT_TOOLSETS, HermesAgentEnvConfig
 from hermes_envs.errors import EnvSetupError, RunAbortedError
 from hermes_envs.group_file import GroupFile
+from hermes_envs.reference import (
+    GroupPath,
+    collect_by_trajectory,
+    collect_one,
+    group_item,
+    group_path,
+    resolve_tools_for_group,
+    run_scope,
+)
 from hermes_envs.rollout import RolloutOutcome, run_rollout
 from hermes_envs.scoring.encoding import TextEncoder
 from hermes_envs.scoring.group import ScoredRollout, scored_group, skip_reason, wire_messages
@@ -108,7 +117,7 @@ class _Scored:
     """A group as ``collect_trajectories`` returns it (``group``, ``backlog``) and, when
     made with its tokens, its line of the group file ("" when the checks skip it)."""
 
-    group: ScoredDataGroup | None
+    group: ScoredDataGroup | list[ScoredDataGroup | None] | None
     backlog: list[Any]
     line: str | None = None
 
@@ -500,8 +509,11 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
 
         Returns ``(group, [])``, or ``(None, [item])`` when fewer than
         ``min_rollouts_per_group`` rollouts survived infrastructure failures (the item
-        goes back to the queue).
+        goes back to the queue). An environment that overrides ``collect_trajectory``
+        gets its group from ``group_size`` calls of it (as Atropos' default does).
         """
+        if type(self).collect_trajectory is not HermesAgentBaseEnv.collect_trajectory:
+            return await collect_by_trajectory(self, item)
         tools = self.resolve_tools(item)
         outcomes = await self.run_rollouts(item, self.config.group_size, tools=tools)
         return await self.score_group(item, outcomes, tools=tools)
@@ -661,13 +673,31 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
             and cls.write_group is HermesAgentBaseEnv.write_group
         )
 
-    async def collect_trajectory(self, item: Any) -> tuple[Any, list[Any]]:
-        """Not used: groups come from ``collect_trajectories``.
+    async def collect_trajectory(self, item: Any) -> tuple[dict[str, Any] | None, list[Any]]:
+        """One rollout of ``item`` as an Atropos scored item (the reference's per-rollout
+        override point): ``tokens``, ``masks``, ``scores``, ``messages``; ``(None, [])``
+        when the rollout could not be scored. Overriding it makes every mode build groups
+        from it (``hermes_envs.reference.GroupPath``)."""
+        return await collect_one(self, item)
 
-        Raises:
-            NotImplementedError: always.
-        """
-        raise NotImplementedError("HermesAgentBaseEnv collects whole groups")
+    def _resolve_tools_for_group(self) -> tuple[list[dict[str, Any]], set[str]]:
+        """The reference's helper: ``(tool_schemas, valid_tool_names)`` of the group being
+        collected (its item's tools, as ``resolve_tools``; a fresh draw outside a group).
+        Pass them to ``HermesAgentLoop(tool_schemas=..., valid_tool_names=...)``."""
+        return resolve_tools_for_group(self)
+
+    def _use_managed_server(self) -> bool:
+        """The reference's helper: whether rollouts run in Phase 2 (``server_type``
+        ``vllm``: ``/generate``, exact tokens and logprobs) rather than Phase 1."""
+        return self.phase == 2
+
+    @functools.cached_property
+    def group_path(self) -> GroupPath:
+        """How ``process`` gets this environment's groups (``hermes_envs.reference``),
+        decided from what its class overrides; the decision is logged once at debug."""
+        path, why = group_path(type(self), HermesAgentBaseEnv)
+        logger.debug("group path %s: %s", path.value, why)
+        return path
 
     # -- runs ----------------------------------------------------------------------------
 
@@ -719,8 +749,10 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         """Write a finished group in ``process``: its line when it came with one, else
         through ``postprocess_histories`` and ``write_group``."""
         if scored.line is None:
-            group = await self.postprocess_histories(scored.group)
-            await self.write_group(group, item)
+            made = scored.group
+            for one in made if isinstance(made, list) else [made]:
+                if one is not None:
+                    await self.write_group(await self.postprocess_histories(one), item)
         elif scored.line:
             writer = self.jsonl_writer
             assert isinstance(writer, GroupFile)
@@ -741,80 +773,89 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
             asyncio.CancelledError: when cancelled; groups already written stay intact.
         """
         try:
-            self.require_tokenizer("process")
-            if int(getattr(self, "max_token_len", -1)) <= 0:
-                # No trainer registers a length in process mode: use the config's, so that
-                # Atropos does not warn on every group that lengths are ignored.
-                self.max_token_len = self.config.max_token_length
-            await self.setup()
-            self._start_wandb()
-            await self._start_token_worker()
-            target = int(getattr(self, "n_groups_to_process", None) or self.config.total_steps)
-            width = max(1, self.config.max_num_workers_per_node)
-            retry: deque[_Pending] = deque()
-            running: dict[asyncio.Task[Any], _Pending] = {}
-            exhausted = False
-            dropped_in_a_row = 0
-            # At most ``width`` groups run rollouts at once; up to as many more are being
-            # scored (tokens on the tokenizer thread) or waiting for a slot.
-            slots = asyncio.Semaphore(width)
-            try:
-                while self.stats.groups_done < target:
-                    while (
-                        len(running) < 2 * width
-                        and self.stats.groups_done + len(running) < target
-                        and (retry or not exhausted)
-                    ):
-                        pending = retry.popleft() if retry else None
-                        if pending is None:
-                            item = await self.get_next_item()
-                            if item is None:
-                                exhausted = True
-                                break
-                            pending = _Pending(item)
-                        pending.attempts += 1
-                        task = asyncio.create_task(self._collect_in_slot(pending.item, slots))
-                        running[task] = pending
-                    if not running:
-                        break
-                    done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-                    for task in done:
-                        pending = running.pop(task)
-                        scored = task.result()
-                        if scored.scored:
-                            await self._write_scored(scored, pending.item)
-                            self.stats.groups_done += 1
-                            if self.config.use_wandb:
-                                await self.wandb_log()
-                        elif pending.attempts <= self.config.infra_retries:
-                            retry.append(pending)
-                        else:
-                            self.stats.groups_dropped += 1
-                            dropped_in_a_row += 1
-                            logger.error("giving up on an item after %d tries", pending.attempts)
-                            if dropped_in_a_row >= self.config.max_dropped_items:
-                                raise RunAbortedError(
-                                    f"{dropped_in_a_row} item(s) in a row failed every try "
-                                    "for infrastructure reasons; last failure: "
-                                    f"{self.last_failure or 'unknown'}; check the model "
-                                    "endpoint (--openai.base_url, --openai.model_name, "
-                                    "--openai.api_key) and the sandbox backend "
-                                    "(--env.max_dropped_items sets this limit)"
-                                )
-                        if scored.scored:
-                            dropped_in_a_row = 0
-                        self.reporter.update(self.stats)
-            finally:
-                for task in running:
-                    task.cancel()
-                await asyncio.gather(*running, return_exceptions=True)
+            with run_scope(self):
+                await self._process_groups()
         finally:
             await self.close()
         path = self.config.data_path_to_save_groups
         if path is not None and self.stats.groups_done and self.config.write_viewer_html:
             generate_html(path)  # Atropos' viewer page, <same name>.html
 
+    async def _process_groups(self) -> None:
+        """The body of ``process_manager``, run with the env's ``run_scope`` bound."""
+        self.require_tokenizer("process")
+        if int(getattr(self, "max_token_len", -1)) <= 0:
+            # No trainer registers a length in process mode: use the config's, so that
+            # Atropos does not warn on every group that lengths are ignored.
+            self.max_token_len = self.config.max_token_length
+        await self.setup()
+        self._start_wandb()
+        await self._start_token_worker()
+        target = int(getattr(self, "n_groups_to_process", None) or self.config.total_steps)
+        width = max(1, self.config.max_num_workers_per_node)
+        retry: deque[_Pending] = deque()
+        running: dict[asyncio.Task[Any], _Pending] = {}
+        exhausted = False
+        dropped_in_a_row = 0
+        # At most ``width`` groups run rollouts at once; up to as many more are being
+        # scored (tokens on the tokenizer thread) or waiting for a slot.
+        slots = asyncio.Semaphore(width)
+        try:
+            while self.stats.groups_done < target:
+                while (
+                    len(running) < 2 * width
+                    and self.stats.groups_done + len(running) < target
+                    and (retry or not exhausted)
+                ):
+                    pending = retry.popleft() if retry else None
+                    if pending is None:
+                        item = await self.get_next_item()
+                        if item is None:
+                            exhausted = True
+                            break
+                        pending = _Pending(item)
+                    pending.attempts += 1
+                    task = asyncio.create_task(self._collect_in_slot(pending.item, slots))
+                    running[task] = pending
+                if not running:
+                    break
+                done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    pending = running.pop(task)
+                    scored = task.result()
+                    if scored.scored:
+                        await self._write_scored(scored, pending.item)
+                        self.stats.groups_done += 1
+                        if self.config.use_wandb:
+                            await self.wandb_log()
+                    elif pending.attempts <= self.config.infra_retries:
+                        retry.append(pending)
+                    else:
+                        self.stats.groups_dropped += 1
+                        dropped_in_a_row += 1
+                        logger.error("giving up on an item after %d tries", pending.attempts)
+                        if dropped_in_a_row >= self.config.max_dropped_items:
+                            raise RunAbortedError(
+                                f"{dropped_in_a_row} item(s) in a row failed every try "
+                                "for infrastructure reasons; last failure: "
+                                f"{self.last_failure or 'unknown'}; check the model "
+                                "endpoint (--openai.base_url, --openai.model_name, "
+                                "--openai.api_key) and the sandbox backend "
+                                "(--env.max_dropped_items sets this limit)"
+                            )
+                    if scored.scored:
+                        dropped_in_a_row = 0
+                    self.reporter.update(self.stats)
+        finally:
+            for task in running:
+                task.cancel()
+            await asyncio.gather(*running, return_exceptions=True)
+
     async def _collect_in_slot(self, item: Any, slots: asyncio.Semaphore) -> _Scored:
+        if self.group_path is not GroupPath.FAST:
+            with group_item(item):
+                async with slots:
+                    return _Scored(*await self.collect_trajectories(item))
         tools = self.resolve_tools(item)
         async with slots:
             outcomes = await self.run_rollouts(item, self.config.group_size, tools=tools)
@@ -830,16 +871,18 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         """
         try:
             self.require_tokenizer("serve")
-            await super().env_manager()
+            with run_scope(self):
+                await super().env_manager()
         finally:
             await self.close()
 
     async def run_evaluate(self) -> None:
         """``evaluate``: ``setup()`` then ``evaluate()``, then everything closed."""
         try:
-            await self.setup()
-            self._start_wandb()
-            await self.evaluate()
+            with run_scope(self):
+                await self.setup()
+                self._start_wandb()
+                await self.evaluate()
         finally:
             await self.close()
 
