@@ -53,6 +53,7 @@ from hermes_envs.reference import (
     resolve_tools_for_group,
     run_scope,
 )
+from hermes_envs.reward_errors import RewardErrors
 from hermes_envs.rollout import RolloutOutcome, run_rollout
 from hermes_envs.scoring.encoding import TextEncoder
 from hermes_envs.scoring.group import ScoredRollout, scored_group, skip_reason, wire_messages
@@ -239,6 +240,7 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         self.stats = RunStats()
         self.last_failure: str | None = None
         self.reporter: ProgressReporter = _Silent()
+        self.reward_errors = RewardErrors(type(self).__name__, config.max_reward_errors)
         self._reopen_group_writer()
         self.loop_tokenizer: TransformersTokenizer | None = None
         self.render: Callable[..., str] = _chatml
@@ -291,7 +293,9 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
     async def compute_reward(self, item: Any, result: AgentResult, ctx: ToolContext) -> float:
         """Score a finished rollout (0.0-1.0); ``ctx`` reaches the rollout's sandbox.
 
-        Raising (or returning no number) records an infrastructure failure, not a 0.
+        Raising (or returning no number) is the environment's bug: the rollout is dropped
+        from its group (never a 0), logged with its traceback and counted; see
+        ``hermes_envs.reward_errors``.
         """
 
     # -- overridable pieces ------------------------------------------------------------
@@ -399,9 +403,14 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         """``count`` rollouts of ``item`` concurrently, each retried on infrastructure
         failure up to ``infra_retries`` times, with ``tools`` (default: the item's,
         ``resolve_tools``). Returns the good outcomes (in start order) and, for a
-        rollout that never succeeded, its last failure.
+        rollout that never succeeded, its last failure. A rollout whose
+        ``compute_reward`` raised is not retried: it comes back with its
+        ``reward_error`` (logged once with its traceback and counted in
+        ``self.reward_errors``).
 
         Raises:
+            RewardFunctionError: when ``compute_reward`` raised on ``max_reward_errors``
+                rollouts in a row.
             asyncio.CancelledError: when cancelled (every rollout's sandbox is released).
         """
         if tools is None:
@@ -419,7 +428,13 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
                 outcome = await run_rollout(
                     messages, loop=loop, pool=self.pool, task_id=self.new_task_id(), reward=reward
                 )
+                if outcome.reward_error is not None:
+                    self.stats.reward_errors += 1
+                    self.reporter.update(self.stats)
+                    self.reward_errors.failed(outcome.reward_error)
+                    return outcome
                 if outcome.ok:
+                    self.reward_errors.succeeded()
                     self.stats.rollouts_done += 1
                     self.reporter.update(self.stats)
                     return outcome

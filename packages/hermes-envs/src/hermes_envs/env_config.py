@@ -115,6 +115,11 @@ class HermesAgentEnvConfig(BaseEnvConfig):  # type: ignore[misc]  # atroposlib i
         default=True,
         description="process writes Atropos' HTML viewer of the groups (<file>.html) at the end.",
     )
+    max_reward_errors: int = Field(
+        default=5,
+        description="The run stops after compute_reward raised on this many rollouts in a "
+        "row (each is logged with its traceback and dropped from its group).",
+    )
     max_dropped_items: int = Field(
         default=3,
         description="process stops with an error after this many items in a row were given "
@@ -176,6 +181,7 @@ class HermesAgentEnvConfig(BaseEnvConfig):  # type: ignore[misc]  # atroposlib i
         "max_agent_turns",
         "tool_pool_size",
         "max_dropped_items",
+        "max_reward_errors",
     )
     @classmethod
     def _positive(cls, value: int) -> int:
