@@ -44,6 +44,7 @@ from hermes_envs.cli import run_cli
 from hermes_envs.config import AGENT_TOOLSETS, HermesAgentEnvConfig
 from hermes_envs.errors import EnvSetupError, RunAbortedError
 from hermes_envs.group_file import GroupFile
+from hermes_envs.preflight import check_backend, check_endpoint_key, start_wandb
 from hermes_envs.reference import (
     GroupPath,
     collect_by_trajectory,
@@ -221,6 +222,7 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
                     "openai.server_type 'vllm' (Phase 2) renders prompts with the model's "
                     f"tokenizer: {_SET_TOKENIZER}"
                 )
+        check_endpoint_key(servers)
         eval_only = config.tokenizer_name is None
         if eval_only:
             # Atropos' BaseEnv.__init__ always loads ``tokenizer_name``; it gets the small
@@ -803,8 +805,9 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
             # No trainer registers a length in process mode: use the config's, so that
             # Atropos does not warn on every group that lengths are ignored.
             self.max_token_len = self.config.max_token_length
+        await self._preflight()
         await self.setup()
-        self._start_wandb()
+        await start_wandb(self.config.use_wandb, self._start_wandb)
         await self._start_token_worker()
         target = int(getattr(self, "n_groups_to_process", None) or self.config.total_steps)
         width = max(1, self.config.max_num_workers_per_node)
@@ -886,6 +889,7 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         """
         try:
             self.require_tokenizer("serve")
+            await self._preflight()
             with run_scope(self):
                 await super().env_manager()
         finally:
@@ -895,8 +899,9 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         """``evaluate``: ``setup()`` then ``evaluate()``, then everything closed."""
         try:
             with run_scope(self):
+                await self._preflight()
                 await self.setup()
-                self._start_wandb()
+                await start_wandb(self.config.use_wandb, self._start_wandb)
                 await self.evaluate()
         finally:
             await self.close()
@@ -964,6 +969,22 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
             "turns_used": result.turns_used if result else 0,
             "messages": wire_messages(result.messages) if result else [],
         }
+
+    async def _preflight(self) -> None:
+        """Before any rollout: a cloud backend must start a sandbox (``preflight``).
+
+        Raises:
+            EnvSetupError: one line naming ``env.terminal_backend``.
+        """
+        await check_backend(self.config.terminal_backend, self.pool, f"{self._task_prefix}-0")
+
+    async def setup_wandb(self) -> None:
+        """Atropos' wandb start in ``serve``; a failure is one line naming ``use_wandb``.
+
+        Raises:
+            EnvSetupError: when wandb is missing or does not start.
+        """
+        await start_wandb(self.config.use_wandb, super().setup_wandb)
 
     def _start_wandb(self) -> None:
         if not self.config.use_wandb:
