@@ -42,6 +42,7 @@ from atroposlib.frontend.jsonl2html import generate_html
 
 from hermes_envs.cli import run_cli
 from hermes_envs.config import AGENT_TOOLSETS, HermesAgentEnvConfig
+from hermes_envs.endpoint_limits import TimeoutStreak, request_timeout
 from hermes_envs.errors import EnvSetupError, RunAbortedError
 from hermes_envs.group_file import GroupFile
 from hermes_envs.preflight import check_backend, check_endpoint_key, start_wandb
@@ -243,6 +244,7 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         self.last_failure: str | None = None
         self.reporter: ProgressReporter = _Silent()
         self.reward_errors = RewardErrors(type(self).__name__, config.max_reward_errors)
+        self.endpoint_timeouts = TimeoutStreak(config.max_endpoint_timeouts)
         self._reopen_group_writer()
         self.loop_tokenizer: TransformersTokenizer | None = None
         self.render: Callable[..., str] = _chatml
@@ -365,7 +367,7 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
                 base_url=url,
                 model=server.model_name,
                 api_key=server.api_key or None,
-                timeout=server.timeout,
+                timeout=request_timeout(server),
                 extra_body=self.config.extra_body,
             )
         tokenizer = self.require_tokenizer("Phase 2 (openai.server_type 'vllm')")
@@ -377,7 +379,7 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
             stop_text=tokenizer.eos_token,
             model=server.model_name,
             api_key=server.api_key or None,
-            timeout=server.timeout,
+            timeout=request_timeout(server),
             extra_body=self.config.extra_body,
         )
 
@@ -413,6 +415,8 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         Raises:
             RewardFunctionError: when ``compute_reward`` raised on ``max_reward_errors``
                 rollouts in a row.
+            RunAbortedError: when ``max_endpoint_timeouts`` rollouts in a row ended on a
+                model request timeout.
             asyncio.CancelledError: when cancelled (every rollout's sandbox is released).
         """
         if tools is None:
@@ -435,6 +439,8 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
                     self.reporter.update(self.stats)
                     self.reward_errors.failed(outcome.reward_error)
                     return outcome
+                if outcome.result is not None and outcome.result.turns_used:
+                    self.endpoint_timeouts.answered()
                 if outcome.ok:
                     self.reward_errors.succeeded()
                     self.stats.rollouts_done += 1
@@ -453,6 +459,7 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
                     failure.message,
                 )
                 self.reporter.update(self.stats)
+                self._count_timeout(outcome)
             assert outcome is not None
             return outcome
 
@@ -460,6 +467,18 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
             if count == 1:
                 return [await one()]  # no task of its own: one rollout runs in ours
             return list(await asyncio.gather(*(one() for _ in range(count))))
+
+    def _count_timeout(self, outcome: RolloutOutcome) -> None:
+        """Count a rollout that ended on a model request timeout.
+
+        Raises:
+            RunAbortedError: after ``max_endpoint_timeouts`` such rollouts in a row.
+        """
+        error = outcome.result.infra_error if outcome.result is not None else None
+        if error is None or error.kind != "timeout":
+            return
+        server = self.server_configs[0]
+        self.endpoint_timeouts.timed_out(str(server.base_url), request_timeout(server))
 
     def tokenize_rollout(self, result: AgentResult, tools: ToolSet) -> TokenizedRollout:
         """Training tokens of a rollout: Phase 2 from ``managed_state``, Phase 1 from the

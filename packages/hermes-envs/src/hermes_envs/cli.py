@@ -208,16 +208,18 @@ def _resolve_servers(
             return list(default)
         if isinstance(yaml_openai, list):
             yaml_openai = yaml_openai[0] if yaml_openai else {}
+        # Only the fields set somewhere are passed on, so that the env can tell a value
+        # chosen by someone (e.g. openai.timeout) from Atropos' default.
         if isinstance(default, APIServerConfig):
-            base = default.model_dump()
+            base = default.model_dump(exclude_unset=True)
         elif isinstance(default, list) and default:
-            base = default[0].model_dump()
+            base = default[0].model_dump(exclude_unset=True)
         elif isinstance(default, ServerBaseline) and not (yaml_openai or cli_openai):
             return default
         elif isinstance(default, ServerBaseline):
-            base = default.model_dump()
+            base = default.model_dump(exclude_unset=True)
         else:
-            base = APIServerConfig().model_dump()
+            base = {}
         base.update(yaml_openai or {})
         base.update(cli_openai)
         return APIServerConfig(**base)

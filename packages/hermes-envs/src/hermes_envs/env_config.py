@@ -115,6 +115,11 @@ class HermesAgentEnvConfig(BaseEnvConfig):  # type: ignore[misc]  # atroposlib i
         default=True,
         description="process writes Atropos' HTML viewer of the groups (<file>.html) at the end.",
     )
+    max_endpoint_timeouts: int = Field(
+        default=3,
+        description="The run stops after this many rollouts in a row ended because a model "
+        "request timed out (openai.timeout; 300 s unless set).",
+    )
     max_reward_errors: int = Field(
         default=5,
         description="The run stops after compute_reward raised on this many rollouts in a "
@@ -182,6 +187,7 @@ class HermesAgentEnvConfig(BaseEnvConfig):  # type: ignore[misc]  # atroposlib i
         "tool_pool_size",
         "max_dropped_items",
         "max_reward_errors",
+        "max_endpoint_timeouts",
     )
     @classmethod
     def _positive(cls, value: int) -> int:
