@@ -55,6 +55,7 @@ from hermes_envs.reference import (
     resolve_tools_for_group,
     run_scope,
 )
+from hermes_envs.resume import GroupLog
 from hermes_envs.reward_errors import RewardErrors
 from hermes_envs.rollout import RolloutOutcome, run_rollout
 from hermes_envs.scoring.encoding import TextEncoder
@@ -91,6 +92,7 @@ from hermes_sandbox import (
     ToolContext,
     sandbox_tools,
 )
+from hermes_sandbox.backends.local import reap_orphans
 
 __all__ = ["HermesAgentBaseEnv", "RunStats"]
 
@@ -224,6 +226,14 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
                     f"tokenizer: {_SET_TOKENIZER}"
                 )
         check_endpoint_key(servers)
+        # The group file is ours to open: Atropos would start ``<stem>_1.jsonl`` beside an
+        # existing one without a word; ``GroupLog`` continues an unfinished run or says
+        # what to do (``hermes_envs.resume``).
+        groups_path = config.data_path_to_save_groups
+        self.group_log = (
+            GroupLog(groups_path, resume=config.resume) if groups_path is not None else None
+        )
+        config = config.model_copy(update={"data_path_to_save_groups": None})
         eval_only = config.tokenizer_name is None
         if eval_only:
             # Atropos' BaseEnv.__init__ always loads ``tokenizer_name``; it gets the small
@@ -232,6 +242,8 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         try:
             super().__init__(config, [_construction_safe(s) for s in servers], slurm, testing)
         except (OSError, ValueError) as exc:
+            if self.group_log is not None:
+                self.group_log.close()
             if "tokenizer" not in str(exc).lower() and not isinstance(exc, OSError):
                 raise
             raise TokenizerLoadError(
@@ -245,7 +257,8 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         self.reporter: ProgressReporter = _Silent()
         self.reward_errors = RewardErrors(type(self).__name__, config.max_reward_errors)
         self.endpoint_timeouts = TimeoutStreak(config.max_endpoint_timeouts)
-        self._reopen_group_writer()
+        self.config.data_path_to_save_groups = groups_path
+        self.jsonl_writer = GroupFile(groups_path) if groups_path is not None else None
         self.loop_tokenizer: TransformersTokenizer | None = None
         self.render: Callable[..., str] = _chatml
         self.marked: Marked | None = None
@@ -737,16 +750,6 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
 
     # -- runs ----------------------------------------------------------------------------
 
-    def _reopen_group_writer(self) -> None:
-        # Atropos opens the group file unflushed (lines can be lost on a kill). Reopen
-        # the same (new, empty) file so that every line is flushed as it is written.
-        writer: Any = self.jsonl_writer
-        if writer is None:
-            return
-        path = self.config.data_path_to_save_groups
-        writer.close()
-        self.jsonl_writer = GroupFile(path)
-
     async def write_group(self, group: ScoredDataGroup, item: Any) -> bool:
         """Write one group as a line of the group file (flushed), as Atropos' ``process``
         does: a group whose token lists do not match its group size, or (with
@@ -787,12 +790,19 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         if scored.line is None:
             made = scored.group
             for one in made if isinstance(made, list) else [made]:
-                if one is not None:
-                    await self.write_group(await self.postprocess_histories(one), item)
+                if one is not None and await self.write_group(
+                    await self.postprocess_histories(one), item
+                ):
+                    self._record(item)
         elif scored.line:
             writer = self.jsonl_writer
             assert isinstance(writer, GroupFile)
             writer.write_line(scored.line)
+            self._record(item)
+
+    def _record(self, item: Any) -> None:
+        if self.group_log is not None:
+            self.group_log.record(item)
 
     async def process_manager(self) -> None:
         """``process``: ``n_groups_to_process`` groups to the JSONL file, as they finish.
@@ -825,10 +835,17 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
             # Atropos does not warn on every group that lengths are ignored.
             self.max_token_len = self.config.max_token_length
         await self._preflight()
+        if self.config.terminal_backend == "local":
+            # What the sandboxes of a killed earlier run left behind goes first.
+            removed = await asyncio.to_thread(reap_orphans)
+            if removed:
+                logger.warning("removed %d sandbox directories of dead runs", len(removed))
         await self.setup()
         await start_wandb(self.config.use_wandb, self._start_wandb)
         await self._start_token_worker()
         target = int(getattr(self, "n_groups_to_process", None) or self.config.total_steps)
+        if self.group_log is not None:
+            self.stats.groups_done = self.group_log.done
         width = max(1, self.config.max_num_workers_per_node)
         retry: deque[_Pending] = deque()
         running: dict[asyncio.Task[Any], _Pending] = {}
@@ -846,7 +863,7 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
                 ):
                     pending = retry.popleft() if retry else None
                     if pending is None:
-                        item = await self.get_next_item()
+                        item = await self._next_item()
                         if item is None:
                             exhausted = True
                             break
@@ -887,6 +904,19 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
             for task in running:
                 task.cancel()
             await asyncio.gather(*running, return_exceptions=True)
+        if self.group_log is not None and self.stats.groups_done >= target:
+            self.group_log.finish()
+
+    async def _next_item(self) -> Any:
+        """The next item of ``get_next_item`` whose group is not in the group file yet
+        (``None``: no more items)."""
+        log = self.group_log
+        while True:
+            item = await self.get_next_item()
+            if item is None or log is None or not log.skip(item):
+                return item
+            if log.exhausted:
+                return None
 
     async def _collect_in_slot(self, item: Any, slots: asyncio.Semaphore) -> _Scored:
         if self.group_path is not GroupPath.FAST:
@@ -1046,6 +1076,8 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
                     await closer()
             if self.jsonl_writer is not None:
                 self.jsonl_writer.close()
+            if self.group_log is not None:
+                self.group_log.close()
 
     @classmethod
     def cli(cls) -> None:

@@ -115,6 +115,11 @@ class HermesAgentEnvConfig(BaseEnvConfig):  # type: ignore[misc]  # atroposlib i
         default=True,
         description="process writes Atropos' HTML viewer of the groups (<file>.html) at the end.",
     )
+    resume: bool = Field(
+        default=False,
+        description="process adds to a group file of a finished run (up to total_steps "
+        "groups); an unfinished (killed) run is continued without it.",
+    )
     max_endpoint_timeouts: int = Field(
         default=3,
         description="The run stops after this many rollouts in a row ended because a model "
