@@ -45,7 +45,13 @@ from hermes_envs.config import AGENT_TOOLSETS, HermesAgentEnvConfig
 from hermes_envs.endpoint_limits import TimeoutStreak, request_timeout
 from hermes_envs.errors import EnvSetupError, RunAbortedError
 from hermes_envs.group_file import GroupFile
-from hermes_envs.preflight import check_backend, check_endpoint_key, start_wandb
+from hermes_envs.preflight import (
+    check_backend,
+    check_endpoint_key,
+    check_isolation,
+    start_wandb,
+)
+from hermes_envs.redaction import Redactor, configured_secrets
 from hermes_envs.reference import (
     GroupPath,
     collect_by_trajectory,
@@ -258,7 +264,11 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         self.reward_errors = RewardErrors(type(self).__name__, config.max_reward_errors)
         self.endpoint_timeouts = TimeoutStreak(config.max_endpoint_timeouts)
         self.config.data_path_to_save_groups = groups_path
-        self.jsonl_writer = GroupFile(groups_path) if groups_path is not None else None
+        #: Replaces every configured secret in what the run writes (``redaction``).
+        self.redactor = Redactor(configured_secrets(servers, config.sandbox_options))
+        self.jsonl_writer = (
+            GroupFile(groups_path, self.redactor) if groups_path is not None else None
+        )
         self.loop_tokenizer: TransformersTokenizer | None = None
         self.render: Callable[..., str] = _chatml
         self.marked: Marked | None = None
@@ -984,6 +994,16 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         samples = [json.loads(json.dumps(self.eval_sample(i, o), default=str)) for i, o in pairs]
         await self.log_evaluation(metrics, samples, start_time=start)
 
+    async def evaluate_log(self, metrics: dict[str, Any], *args: Any, **kwargs: Any) -> None:
+        """Atropos' ``evaluate_log`` with every configured secret replaced in the metrics,
+        the samples and the rest of what it writes (``redaction``)."""
+        redact = self.redactor.data
+        await super().evaluate_log(
+            redact(metrics),
+            *(redact(arg) for arg in args),
+            **{key: redact(value) for key, value in kwargs.items()},
+        )
+
     async def log_evaluation(
         self,
         metrics: Mapping[str, float],
@@ -1020,12 +1040,15 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         }
 
     async def _preflight(self) -> None:
-        """Before any rollout: a cloud backend must start a sandbox (``preflight``).
+        """Before any rollout (``preflight``): a cloud backend must start a sandbox, and
+        a run holding a secret must get isolated local sandboxes.
 
         Raises:
-            EnvSetupError: one line naming ``env.terminal_backend``.
+            EnvSetupError: one line naming the setting to change.
         """
         await check_backend(self.config.terminal_backend, self.pool, f"{self._task_prefix}-0")
+        if self.config.terminal_backend == "local":
+            await check_isolation(self.sandbox_options(), len(self.redactor.secrets))
 
     async def setup_wandb(self) -> None:
         """Atropos' wandb start in ``serve``; a failure is one line naming ``use_wandb``.

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from hermes_envs.errors import HermesEnvsError
 from hermes_envs.progress import RichProgress
+from hermes_envs.redaction import redacting_logs
 from hermes_envs.runnable import RunnableEnv, RunnableEnvClass
 from hermes_envs.tokenizer import TokenizerLoadError
 
@@ -334,13 +335,14 @@ def run_command(
     }
     if command not in runners:
         raise ValueError(f"unknown command {command!r}; choose serve, process or evaluate")
-    try:
-        if command != "evaluate":
-            _require_tokenizer(env, command)
-        return runners[command]()
-    except HermesEnvsError as exc:
-        print(f"error: {exc}", file=err, flush=True)
-        return 1
+    with redacting_logs(env.redactor):
+        try:
+            if command != "evaluate":
+                _require_tokenizer(env, command)
+            return runners[command]()
+        except HermesEnvsError as exc:
+            print(f"error: {env.redactor(str(exc))}", file=err, flush=True)
+            return 1
 
 
 def _require_tokenizer(env: RunnableEnv, command: str) -> None:

@@ -8,23 +8,30 @@ to change, instead of a traceback or one retried failure per rollout.
 - ``check_backend``: a cloud sandbox backend (``modal``, ``daytona``) starts one sandbox
   first; no SDK or no credentials stops the run before the first rollout.
 - ``start_wandb``: ``use_wandb`` on with wandb missing or not logged in.
+- ``check_isolation``: a run that holds a secret, on local sandboxes whose isolation is
+  ``auto``, must get bubblewrap's isolation: where it cannot run, ``auto`` would fall back
+  to plain commands, which can read the secret from the parent's ``/proc``. The run stops
+  instead, unless ``isolation="none"`` was chosen explicitly.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from atroposlib.envs.server_handling.server_manager import APIServerConfig
 
 from hermes_envs.errors import EnvSetupError
-from hermes_sandbox import SandboxError
+from hermes_sandbox import SandboxError, SandboxPool
 
-if TYPE_CHECKING:
-    from hermes_sandbox import SandboxPool
-
-__all__ = ["CLOUD_BACKENDS", "check_backend", "check_endpoint_key", "start_wandb"]
+__all__ = [
+    "CLOUD_BACKENDS",
+    "check_backend",
+    "check_endpoint_key",
+    "check_isolation",
+    "start_wandb",
+]
 
 #: Backends whose sandboxes need an SDK and credentials (probed before the first rollout).
 CLOUD_BACKENDS = ("modal", "daytona")
@@ -74,6 +81,30 @@ async def check_backend(backend: str, pool: SandboxPool, probe_id: str) -> None:
         ) from None
     finally:
         await pool.release(probe_id)
+
+
+async def check_isolation(options: dict[str, Any], secrets: int) -> None:
+    """With ``secrets`` held and local ``options`` whose ``isolation`` is ``auto``, start
+    (and close) one sandbox with ``isolation="bwrap"``, which fails where ``auto`` would
+    fall back to plain commands.
+
+    Raises:
+        EnvSetupError: one line naming the way out, when bubblewrap cannot isolate here.
+    """
+    if not secrets or options.get("isolation", "auto") != "auto":
+        return
+    strict = {**options, "isolation": "bwrap"}
+    try:
+        async with SandboxPool("local", **strict) as pool:
+            await pool.get("isolation-check")
+    except SandboxError as exc:
+        raise EnvSetupError(
+            f"this run holds {secrets} secret(s) (API keys from the config or the "
+            "environment) and local sandboxes cannot be isolated here "
+            f"({_first_line(exc)}), so their commands could read them from /proc: install "
+            "bubblewrap (with user namespaces), use --env.terminal_backend docker, or "
+            'accept plain commands with --env.sandbox_options \'{"isolation": "none"}\''
+        ) from None
 
 
 async def start_wandb(use_wandb: bool, start: Callable[[], Awaitable[Any] | Any]) -> None:
