@@ -38,6 +38,8 @@ ENVS = _load()
 
 def doubler(request: ModelRequest) -> Turn:
     """Writes twice the number for even numbers, one more than that for odd ones."""
+    if not request.tools:
+        return Turn("pong")
     if request.turn_index > 0:
         return Turn("done")
     prompt = str(request.messages[-1]["content"])
@@ -99,3 +101,18 @@ async def test_evaluate_by_hand_reads_the_split_and_reaches_each_sandbox(tmp_pat
     assert {s["prompt"] for s in samples} == {
         json.loads(row)["question"] for row in (DATA / "test.jsonl").open()
     }
+
+
+async def test_evaluate_through_atropos_server_and_an_overridden_collect_trajectory(
+    tmp_path: Path,
+) -> None:
+    config = _config(tmp_path, prompt_field="question", dataset_split="train")
+    async with ModelServer(Policy(doubler)) as model:
+        env = ENVS.ByHandDoublingEnv(config, [server(model.base_url)])
+        await env.run_evaluate()
+    assert env.chat_reply == "pong"
+    metrics = json.loads((tmp_path / "eval" / "metrics.json").read_text())
+    assert metrics["results"]["all"]["eval/accuracy"] == 0.5  # (0.25 + 1.0 + 0.25) / 3
+    samples = [json.loads(line) for line in (tmp_path / "eval" / "samples.jsonl").open()]
+    assert sorted(s["score"] for s in samples) == [0.25, 0.25, 1.0]
+    assert all(s["turns_used"] == 2 for s in samples)

@@ -26,6 +26,7 @@ import hashlib
 import itertools
 import json
 import logging
+import os
 import sys
 import time
 import uuid
@@ -58,6 +59,7 @@ from hermes_envs.reference import (
     collect_one,
     group_item,
     group_path,
+    outcome_of_collect_trajectory,
     resolve_tools_for_group,
     run_scope,
 )
@@ -148,9 +150,12 @@ def _construction_safe(config: APIServerConfig) -> APIServerConfig:
     # Atropos' BaseEnv builds a ServerManager from these configs. Inference goes through
     # hermes-loop endpoints instead, so Atropos gets a copy it can always construct:
     # openai type (a vllm one would fetch a tokenizer from the hub), a non-empty key
-    # (openai>=2 rejects ""), no health-check traffic.
+    # (openai>=2 rejects ""; OPENAI_API_KEY when the config has none, as our endpoints
+    # read, so that the reference's ``self.server.chat_completion`` in an environment's
+    # evaluate reaches the same endpoint), no health-check traffic.
     data = config.model_dump()
-    data.update(server_type="openai", api_key=config.api_key or "unused", health_check=False)
+    key = config.api_key or os.environ.get("OPENAI_API_KEY") or "unused"
+    data.update(server_type="openai", api_key=key, health_check=False)
     return APIServerConfig(**data)
 
 
@@ -967,12 +972,17 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
 
     async def evaluate_items(self, items: Sequence[Any]) -> list[tuple[Any, RolloutOutcome]]:
         """One rollout per item (at most ``max_eval_workers`` at once), retried on
-        infrastructure failure; ``(item, outcome)`` in the order of ``items``."""
+        infrastructure failure; ``(item, outcome)`` in the order of ``items``. An
+        environment that overrides ``collect_trajectory`` gets each item's rollout from
+        it."""
         gate = asyncio.Semaphore(max(1, self.config.max_eval_workers))
 
         async def one(item: Any) -> tuple[Any, RolloutOutcome]:
             async with gate:
-                (outcome,) = await self.run_rollouts(item, 1)
+                if self.group_path is GroupPath.COLLECT_TRAJECTORY:
+                    outcome = await outcome_of_collect_trajectory(self, item)
+                else:
+                    (outcome,) = await self.run_rollouts(item, 1)
                 self.stats.groups_done += 1
                 self.reporter.update(self.stats)
                 return item, outcome

@@ -29,7 +29,8 @@ from contextlib import ExitStack, contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from hermes_loop import ChatServer, ChatSession, LoopScope, ToolSet, bind_loop_scope
+from hermes_envs.rollout import InfraFailure, RolloutOutcome
+from hermes_loop import AgentResult, ChatServer, ChatSession, LoopScope, ToolSet, bind_loop_scope
 from hermes_sandbox import SandboxClosedError, SandboxStartError
 from hermes_sandbox.context import bind_sandbox_pool
 
@@ -43,6 +44,7 @@ __all__ = [
     "collect_one",
     "group_item",
     "group_path",
+    "outcome_of_collect_trajectory",
     "resolve_tools_for_group",
     "run_scope",
 ]
@@ -209,3 +211,22 @@ async def collect_by_trajectory(env: Env, item: Any) -> tuple[dict[str, Any] | N
         {"group_size": len(scored)} if len(scored) != env.config.group_size else {}
     )
     return group, backlog
+
+
+async def outcome_of_collect_trajectory(env: Env, item: Any) -> RolloutOutcome:
+    """One rollout of ``item`` through the env's own ``collect_trajectory`` (``evaluate``
+    of an environment that overrides it), as a ``RolloutOutcome``: its score and
+    messages; an infrastructure failure of stage ``collect_trajectory`` when it returned
+    no scored item."""
+    task_id = env.new_task_id()
+    with run_scope(env), group_item(item):
+        made, _ = await env.collect_trajectory(item)
+    if made is None:
+        message = "collect_trajectory returned no scored item"
+        return RolloutOutcome(
+            task_id, None, failure=InfraFailure(task_id, "collect_trajectory", message)
+        )
+    messages = [dict(message) for message in made.get("messages") or []]
+    turns = sum(1 for message in messages if message.get("role") == "assistant")
+    result = AgentResult(messages, turns, True, [None] * turns, [], task_id=task_id)
+    return RolloutOutcome(task_id, result, float(made["scores"]))

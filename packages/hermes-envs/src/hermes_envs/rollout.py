@@ -29,8 +29,9 @@ class InfraFailure:
     """Why a rollout could not be scored.
 
     ``stage`` is ``sandbox_start`` (the sandbox would not start), ``model_endpoint``
-    (``stop_reason == "infra_error"``) or ``sandbox_lost`` (the sandbox closed before or
-    while the reward looked at it).
+    (``stop_reason == "infra_error"``), ``sandbox_lost`` (the sandbox closed before or
+    while the reward looked at it) or ``collect_trajectory`` (an environment's own
+    ``collect_trajectory`` returned no scored item).
     """
 
     task_id: str
