@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import io
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,9 +17,19 @@ from hermes_envs import (
     TerminalTestEnv,
     terminal_test_oracle,
 )
+from hermes_envs.cli import run_command
 from hermes_envs.envs.terminal_test import TASKS
 from hermes_loop import AgentResult, ToolRegistry
-from hermes_loop.server import Call, Fault, ModelRequest, ModelServer, Policy, Script, Turn
+from hermes_loop.server import (
+    Call,
+    Fault,
+    ModelRequest,
+    ModelServer,
+    ModelServerThread,
+    Policy,
+    Script,
+    Turn,
+)
 from hermes_sandbox import ToolContext
 
 from .support import env_config, server
@@ -269,3 +281,24 @@ def test_a_server_type_without_agent_support_is_refused() -> None:
 
 def test_terminal_test_env_is_a_hermes_env() -> None:
     assert issubclass(TerminalTestEnv, HermesAgentBaseEnv)
+
+
+def test_process_stops_in_one_line_naming_compute_reward(tmp_path: Path) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    with ModelServerThread(Policy(terminal_test_oracle)) as model:
+        config = env_config(
+            group_size=2,
+            total_steps=4,
+            max_reward_errors=3,
+            data_path_to_save_groups=str(tmp_path / "groups.jsonl"),
+        )
+        env = FlakyReward(config, [server(model.base_url)])
+        env.failures = 10**6
+        status = run_command(env, "process", out=out, err=err)
+    errors = [line for line in err.getvalue().splitlines() if line.startswith("error:")]
+    assert status == 1
+    assert len(errors) == 1
+    assert "FlakyReward.compute_reward raised on 3 rollouts in a row" in errors[0]
+    assert env.stats.reward_errors >= 3
+    assert env.stats.infra_failures == 0
+    assert (tmp_path / "groups.jsonl").read_text() == ""  # nothing trained on

@@ -368,6 +368,7 @@ def _process(env: RunnableEnv, out: TextIO) -> int:
     print(
         f"{verb} {stats.groups_done} group(s) to {path} "
         f"({stats.rollouts_done} rollouts, {stats.infra_failures} infra failure(s), "
+        f"{stats.reward_errors} reward error(s), "
         f"{stats.groups_requeued} group(s) requeued, {stats.token_drift} drift)",
         file=out,
         flush=True,
@@ -383,7 +384,8 @@ def _evaluate(env: RunnableEnv, out: TextIO) -> int:
         status = _run(env.run_evaluate)
     print(
         f"{'evaluated' if status == 0 else 'stopped after'} {env.stats.groups_done} item(s) "
-        f"({env.stats.infra_failures} infra failure(s)); results in {where}",
+        f"({env.stats.infra_failures} infra failure(s), {env.stats.reward_errors} reward "
+        f"error(s)); results in {where}",
         file=out,
         flush=True,
     )
