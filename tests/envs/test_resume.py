@@ -153,6 +153,15 @@ async def test_resume_adds_to_a_finished_file_and_a_foreign_file_is_refused(
     assert questions(out) == Counter(dict.fromkeys(QUESTIONS, 1))
     foreign = tmp_path / "foreign.jsonl"
     foreign.write_text('{"tokens": []}\n')
+    unrecorded = tmp_path / "served.jsonl"  # e.g. written by serve: never cut
+    unrecorded.write_text('{"tokens": []}\n' * 3)
+    (tmp_path / "served.jsonl.items").write_text("")
+    with pytest.raises(GroupFileExistsError, match="holds 3 group"):
+        DoublingEnv(
+            config(**{**values, "data_path_to_save_groups": str(unrecorded)}),
+            [server("http://127.0.0.1:9/v1")],
+        )
+    assert len(unrecorded.read_text().splitlines()) == 3
     with pytest.raises(GroupFileExistsError, match="no record of their items"):
         DoublingEnv(
             config(**{**values, "data_path_to_save_groups": str(foreign)}),

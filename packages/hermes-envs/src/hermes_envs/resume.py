@@ -7,8 +7,9 @@ the run reached its count. At start, an existing group file is
 - continued when its run did not finish (killed, or stopped on an error): the same
   command appends until ``total_steps`` groups, skipping the items already written (as
   many times as they were written: an environment that cycles through its items gets
-  each occurrence once); a partial last line (a kill mid-write) and a group line whose
-  item was not recorded yet are cut off first (that group is made again);
+  each occurrence once); a partial last line (a kill mid-write) and a last group line
+  whose item was not recorded yet are cut off first (that group is made again); more
+  unrecorded lines are never cut: the file is refused;
 - continued too when finished, with ``resume`` set (to add groups up to a larger count);
 - refused otherwise, in one line naming the choices. Atropos instead started a new file
   beside it (``<stem>_1.jsonl``) without a word.
@@ -99,6 +100,14 @@ class GroupLog:
                 f"{self.path} already holds the {lines} group(s) of a finished run: pass "
                 "--env.resume true to add groups up to --env.total_steps, set "
                 "--env.data_path_to_save_groups to a new file, or remove it"
+            )
+        if lines > len(seeds) + 1:
+            # Only the one line a kill can leave between a group and its record is cut;
+            # more unrecorded lines were written by something else (e.g. serve): kept.
+            raise GroupFileExistsError(
+                f"{self.path} holds {lines} group(s) but {self.items_path.name} records only "
+                f"{len(seeds)}: it was not written by process alone; set "
+                "--env.data_path_to_save_groups to a new file"
             )
         keep = min(lines, len(seeds))
         _cut(self.path, keep)
