@@ -182,8 +182,11 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         TypeError: if ``config`` is not a ``HermesAgentEnvConfig``.
         TokenizerLoadError: if ``env.tokenizer_name`` cannot be loaded (names the option).
         ValueError: if no model endpoint is configured, a ``server_type`` is not
-            supported, Phase 2 is asked for without ``env.tokenizer_name``, or the toolset
-            distribution is unknown.
+            supported, Phase 2 is asked for without ``env.tokenizer_name``, the toolset
+            distribution is unknown, or a hosted (``https://``) endpoint has no API key.
+        GroupFileExistsError: (a ``ValueError``) if ``data_path_to_save_groups`` holds a
+            finished run and ``resume`` is false, or groups with no record of their items
+            (``hermes_envs.resume``).
 
     With ``env.tokenizer_name`` unset (``None``/``"none"``) the environment holds no
     tokenizer (``self.tokenizer`` is ``None``) and reaches no hub: ``evaluate`` runs
