@@ -6,7 +6,8 @@ import pytest
 from atroposlib.envs.base import BaseEnvConfig, EvalHandlingEnum
 from pydantic import ValidationError
 
-from hermes_envs import HermesAgentEnvConfig
+from hermes_envs import HermesAgentEnvConfig, TerminalTestEnv
+from hermes_envs.cli import resolve_config
 
 REFERENCE_DEFAULTS = {
     "enabled_toolsets": None,
@@ -19,6 +20,8 @@ REFERENCE_DEFAULTS = {
     "terminal_timeout": 120,
     "terminal_lifetime": 3600,
     "dataset_name": None,
+    "dataset_split": "train",
+    "prompt_field": "prompt",
     "tool_pool_size": 128,
     "tool_call_parser": "hermes",
     "extra_body": None,
@@ -76,3 +79,12 @@ def test_min_rollouts_per_group_must_fit_the_group() -> None:
     assert HermesAgentEnvConfig(group_size=4, min_rollouts_per_group=2).group_minimum == 2
     with pytest.raises(ValidationError, match="between 1 and group_size"):
         HermesAgentEnvConfig(group_size=4, min_rollouts_per_group=5)
+
+
+def test_dataset_split_and_prompt_field_are_kept_and_set_from_the_command_line() -> None:
+    config = HermesAgentEnvConfig(dataset_split="validation", prompt_field="question")
+    assert (config.dataset_split, config.prompt_field) == ("validation", "question")
+    resolved = resolve_config(
+        TerminalTestEnv, "evaluate", ["--env.dataset_split", "test", "--env.prompt_field=task"]
+    )
+    assert (resolved.env.dataset_split, resolved.env.prompt_field) == ("test", "task")

@@ -3,16 +3,33 @@
 from __future__ import annotations
 
 import asyncio
+import io
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from atroposlib.api.server import ScoredData
 
-from hermes_envs import HermesAgentBaseEnv, TerminalTestEnv, terminal_test_oracle
+from hermes_envs import (
+    HermesAgentBaseEnv,
+    RewardFunctionError,
+    TerminalTestEnv,
+    terminal_test_oracle,
+)
+from hermes_envs.cli import run_command
 from hermes_envs.envs.terminal_test import TASKS
 from hermes_loop import AgentResult, ToolRegistry
-from hermes_loop.server import Call, Fault, ModelRequest, ModelServer, Policy, Script, Turn
+from hermes_loop.server import (
+    Call,
+    Fault,
+    ModelRequest,
+    ModelServer,
+    ModelServerThread,
+    Policy,
+    Script,
+    Turn,
+)
 from hermes_sandbox import ToolContext
 
 from .support import env_config, server
@@ -116,34 +133,61 @@ class FlakyReward(TerminalTestEnv):
         return await super().compute_reward(item, result, ctx)
 
 
-async def test_a_reward_that_raises_is_an_infra_failure_and_is_retried(
-    oracle: ModelServer,
+async def test_a_reward_that_raises_is_the_env_s_bug_dropped_not_retried_nor_scored(
+    oracle: ModelServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    env = FlakyReward(env_config(group_size=2, infra_retries=2), [server(oracle.base_url)])
-    env.failures = 3
+    env = FlakyReward(
+        env_config(group_size=2, infra_retries=2, min_rollouts_per_group=1),
+        [server(oracle.base_url)],
+    )
+    env.failures = 1
     try:
         group, backlog = await env.collect_trajectories(dict(TASKS[0]))
         assert backlog == []
         assert group is not None
-        assert group["scores"] == [1.0, 1.0]  # never a 0 for the model
-        assert env.stats.infra_failures == 3
-        assert env.stats.failures_by_stage == {"reward": 3}
+        assert group["scores"] == [1.0]  # the failed rollout is dropped: never a 0
+        assert env.calls == 2  # not retried
+        assert env.stats.infra_failures == 0
+        assert env.stats.reward_errors == 1
+        logged = [r for r in caplog.records if "compute_reward raised" in r.getMessage()]
+        assert len(logged) == 1
+        assert logged[0].exc_info is not None
+        assert "verifier crashed" in caplog.text
         assert len(env.pool) == 0
+    finally:
+        await env.close()
+
+
+async def test_many_reward_errors_in_a_row_stop_the_run_naming_compute_reward(
+    oracle: ModelServer,
+) -> None:
+    env = FlakyReward(env_config(group_size=2, max_reward_errors=3), [server(oracle.base_url)])
+    env.failures = 10**6
+    try:
+        await env.collect_trajectories(dict(TASKS[0]))  # two in a row: the item goes back
+        with pytest.raises(RewardFunctionError) as caught:
+            await env.collect_trajectories(dict(TASKS[0]))
+        text = str(caught.value)
+        assert "\n" not in text
+        assert "FlakyReward.compute_reward raised on 3 rollouts in a row" in text
+        assert "RuntimeError: verifier crashed" in text
+        assert "--env.max_reward_errors" in text
+        assert env.stats.infra_failures == 0
     finally:
         await env.close()
 
 
 async def test_too_few_good_rollouts_send_the_item_back(oracle: ModelServer) -> None:
     env = FlakyReward(env_config(group_size=2, infra_retries=1), [server(oracle.base_url)])
-    env.failures = 10**6
+    env.failures = 1
     try:
         item = dict(TASKS[0])
         group, backlog = await env.collect_trajectories(item)
         assert group is None
         assert backlog == [item]
-        assert env.stats.infra_failures == 4
+        assert env.stats.reward_errors == 1
         assert env.stats.groups_requeued == 1
-        assert env.stats.rollouts_done == 0
+        assert env.stats.rollouts_done == 1
     finally:
         await env.close()
 
@@ -237,3 +281,24 @@ def test_a_server_type_without_agent_support_is_refused() -> None:
 
 def test_terminal_test_env_is_a_hermes_env() -> None:
     assert issubclass(TerminalTestEnv, HermesAgentBaseEnv)
+
+
+def test_process_stops_in_one_line_naming_compute_reward(tmp_path: Path) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    with ModelServerThread(Policy(terminal_test_oracle)) as model:
+        config = env_config(
+            group_size=2,
+            total_steps=4,
+            max_reward_errors=3,
+            data_path_to_save_groups=str(tmp_path / "groups.jsonl"),
+        )
+        env = FlakyReward(config, [server(model.base_url)])
+        env.failures = 10**6
+        status = run_command(env, "process", out=out, err=err)
+    errors = [line for line in err.getvalue().splitlines() if line.startswith("error:")]
+    assert status == 1
+    assert len(errors) == 1
+    assert "FlakyReward.compute_reward raised on 3 rollouts in a row" in errors[0]
+    assert env.stats.reward_errors >= 3
+    assert env.stats.infra_failures == 0
+    assert (tmp_path / "groups.jsonl").read_text() == ""  # nothing trained on

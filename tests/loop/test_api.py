@@ -33,6 +33,7 @@ def test_the_public_names_are_pinned() -> None:
         "HermesLoopError",
         "InfraError",
         "InvalidMessagesError",
+        "LoopScope",
         "ModelTurn",
         "OpenAIChatServer",
         "ResultFormatError",
@@ -51,6 +52,8 @@ def test_the_public_names_are_pinned() -> None:
         "UnknownToolsetError",
         "__version__",
         "atif_trajectory",
+        "bind_loop_scope",
+        "current_loop_scope",
     ]
     assert hermes_loop.__all__ == sorted(hermes_loop.__all__)
     for name in hermes_loop.__all__:

@@ -126,6 +126,14 @@ CHAT_SHAPES: list[tuple[str, Body]] = [
     ),
     ("tool call id a number", chat_answer({"tool_calls": [tool_call(id=3)]})),
     ("tool call of another type", chat_answer({"tool_calls": [tool_call(type="custom")]})),
+    ("content with a lone surrogate", chat_answer({"role": "assistant", "content": "a\ud800b"})),
+    ("reasoning with a lone surrogate", chat_answer({"content": "ok", "reasoning": "\udfff"})),
+    (
+        "arguments with a lone surrogate",
+        chat_answer(
+            {"tool_calls": [tool_call(function={"name": "echo", "arguments": '"\ud83d"'})]}
+        ),
+    ),
     ("usage a string", chat_answer({"content": "hi"}, usage="lots")),
     ("usage a list", chat_answer({"content": "hi"}, usage=[1, 2])),
     (

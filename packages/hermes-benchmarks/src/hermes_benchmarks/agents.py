@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import importlib.metadata
 import inspect
 import json
 import logging
@@ -216,9 +217,11 @@ def _printed(content: Any) -> str:
 
 
 def _version() -> str:
-    from hermes_benchmarks import __version__
-
-    return __version__
+    """hermes-benchmarks' installed version (``"0"`` when it runs from a bare source tree)."""
+    try:
+        return importlib.metadata.version("hermes-benchmarks")
+    except importlib.metadata.PackageNotFoundError:
+        return "0"
 
 
 def load_agent(spec: str, *, kwargs: dict[str, Any] | None = None) -> Agent:

@@ -16,7 +16,13 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from hermes_envs.errors import DatasetLoadError, EnvSetupError, HermesEnvsError, RunAbortedError
+from hermes_envs.errors import (
+    DatasetLoadError,
+    EnvSetupError,
+    HermesEnvsError,
+    RewardFunctionError,
+    RunAbortedError,
+)
 from hermes_envs.scoring.tokens import TokenizedRollout
 from hermes_envs.stats import RunStats
 
@@ -41,6 +47,7 @@ __all__ = [
     "HermesSweEnv",
     "HermesSweEnvConfig",
     "InfraFailure",
+    "RewardFunctionError",
     "RolloutOutcome",
     "RunAbortedError",
     "RunStats",

@@ -26,6 +26,7 @@ import hashlib
 import itertools
 import json
 import logging
+import os
 import sys
 import time
 import uuid
@@ -42,8 +43,28 @@ from atroposlib.frontend.jsonl2html import generate_html
 
 from hermes_envs.cli import run_cli
 from hermes_envs.config import AGENT_TOOLSETS, HermesAgentEnvConfig
+from hermes_envs.endpoint_limits import TimeoutStreak, request_timeout
 from hermes_envs.errors import EnvSetupError, RunAbortedError
 from hermes_envs.group_file import GroupFile
+from hermes_envs.preflight import (
+    check_backend,
+    check_endpoint_key,
+    check_isolation,
+    start_wandb,
+)
+from hermes_envs.redaction import Redactor, configured_secrets
+from hermes_envs.reference import (
+    GroupPath,
+    collect_by_trajectory,
+    collect_one,
+    group_item,
+    group_path,
+    outcome_of_collect_trajectory,
+    resolve_tools_for_group,
+    run_scope,
+)
+from hermes_envs.resume import GroupLog
+from hermes_envs.reward_errors import RewardErrors
 from hermes_envs.rollout import RolloutOutcome, run_rollout
 from hermes_envs.scoring.encoding import TextEncoder
 from hermes_envs.scoring.group import ScoredRollout, scored_group, skip_reason, wire_messages
@@ -79,6 +100,7 @@ from hermes_sandbox import (
     ToolContext,
     sandbox_tools,
 )
+from hermes_sandbox.backends.local import reap_orphans
 
 __all__ = ["HermesAgentBaseEnv", "RunStats"]
 
@@ -108,7 +130,7 @@ class _Scored:
     """A group as ``collect_trajectories`` returns it (``group``, ``backlog``) and, when
     made with its tokens, its line of the group file ("" when the checks skip it)."""
 
-    group: ScoredDataGroup | None
+    group: ScoredDataGroup | list[ScoredDataGroup | None] | None
     backlog: list[Any]
     line: str | None = None
 
@@ -128,9 +150,12 @@ def _construction_safe(config: APIServerConfig) -> APIServerConfig:
     # Atropos' BaseEnv builds a ServerManager from these configs. Inference goes through
     # hermes-loop endpoints instead, so Atropos gets a copy it can always construct:
     # openai type (a vllm one would fetch a tokenizer from the hub), a non-empty key
-    # (openai>=2 rejects ""), no health-check traffic.
+    # (openai>=2 rejects ""; OPENAI_API_KEY when the config has none, as our endpoints
+    # read, so that the reference's ``self.server.chat_completion`` in an environment's
+    # evaluate reaches the same endpoint), no health-check traffic.
     data = config.model_dump()
-    data.update(server_type="openai", api_key=config.api_key or "unused", health_check=False)
+    key = config.api_key or os.environ.get("OPENAI_API_KEY") or "unused"
+    data.update(server_type="openai", api_key=key, health_check=False)
     return APIServerConfig(**data)
 
 
@@ -157,8 +182,11 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         TypeError: if ``config`` is not a ``HermesAgentEnvConfig``.
         TokenizerLoadError: if ``env.tokenizer_name`` cannot be loaded (names the option).
         ValueError: if no model endpoint is configured, a ``server_type`` is not
-            supported, Phase 2 is asked for without ``env.tokenizer_name``, or the toolset
-            distribution is unknown.
+            supported, Phase 2 is asked for without ``env.tokenizer_name``, the toolset
+            distribution is unknown, or a hosted (``https://``) endpoint has no API key.
+        GroupFileExistsError: (a ``ValueError``) if ``data_path_to_save_groups`` holds a
+            finished run and ``resume`` is false, or groups with no record of their items
+            (``hermes_envs.resume``).
 
     With ``env.tokenizer_name`` unset (``None``/``"none"``) the environment holds no
     tokenizer (``self.tokenizer`` is ``None``) and reaches no hub: ``evaluate`` runs
@@ -211,6 +239,15 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
                     "openai.server_type 'vllm' (Phase 2) renders prompts with the model's "
                     f"tokenizer: {_SET_TOKENIZER}"
                 )
+        check_endpoint_key(servers)
+        # The group file is ours to open: Atropos would start ``<stem>_1.jsonl`` beside an
+        # existing one without a word; ``GroupLog`` continues an unfinished run or says
+        # what to do (``hermes_envs.resume``).
+        groups_path = config.data_path_to_save_groups
+        self.group_log = (
+            GroupLog(groups_path, resume=config.resume) if groups_path is not None else None
+        )
+        config = config.model_copy(update={"data_path_to_save_groups": None})
         eval_only = config.tokenizer_name is None
         if eval_only:
             # Atropos' BaseEnv.__init__ always loads ``tokenizer_name``; it gets the small
@@ -219,6 +256,8 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         try:
             super().__init__(config, [_construction_safe(s) for s in servers], slurm, testing)
         except (OSError, ValueError) as exc:
+            if self.group_log is not None:
+                self.group_log.close()
             if "tokenizer" not in str(exc).lower() and not isinstance(exc, OSError):
                 raise
             raise TokenizerLoadError(
@@ -230,7 +269,14 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         self.stats = RunStats()
         self.last_failure: str | None = None
         self.reporter: ProgressReporter = _Silent()
-        self._reopen_group_writer()
+        self.reward_errors = RewardErrors(type(self).__name__, config.max_reward_errors)
+        self.endpoint_timeouts = TimeoutStreak(config.max_endpoint_timeouts)
+        self.config.data_path_to_save_groups = groups_path
+        #: Replaces every configured secret in what the run writes (``redaction``).
+        self.redactor = Redactor(configured_secrets(servers, config.sandbox_options))
+        self.jsonl_writer = (
+            GroupFile(groups_path, self.redactor) if groups_path is not None else None
+        )
         self.loop_tokenizer: TransformersTokenizer | None = None
         self.render: Callable[..., str] = _chatml
         self.marked: Marked | None = None
@@ -282,7 +328,9 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
     async def compute_reward(self, item: Any, result: AgentResult, ctx: ToolContext) -> float:
         """Score a finished rollout (0.0-1.0); ``ctx`` reaches the rollout's sandbox.
 
-        Raising (or returning no number) records an infrastructure failure, not a 0.
+        Raising (or returning no number) is the environment's bug: the rollout is dropped
+        from its group (never a 0), logged with its traceback and counted; see
+        ``hermes_envs.reward_errors``.
         """
 
     # -- overridable pieces ------------------------------------------------------------
@@ -350,7 +398,7 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
                 base_url=url,
                 model=server.model_name,
                 api_key=server.api_key or None,
-                timeout=server.timeout,
+                timeout=request_timeout(server),
                 extra_body=self.config.extra_body,
             )
         tokenizer = self.require_tokenizer("Phase 2 (openai.server_type 'vllm')")
@@ -362,7 +410,7 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
             stop_text=tokenizer.eos_token,
             model=server.model_name,
             api_key=server.api_key or None,
-            timeout=server.timeout,
+            timeout=request_timeout(server),
             extra_body=self.config.extra_body,
         )
 
@@ -390,9 +438,16 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         """``count`` rollouts of ``item`` concurrently, each retried on infrastructure
         failure up to ``infra_retries`` times, with ``tools`` (default: the item's,
         ``resolve_tools``). Returns the good outcomes (in start order) and, for a
-        rollout that never succeeded, its last failure.
+        rollout that never succeeded, its last failure. A rollout whose
+        ``compute_reward`` raised is not retried: it comes back with its
+        ``reward_error`` (logged once with its traceback and counted in
+        ``self.reward_errors``).
 
         Raises:
+            RewardFunctionError: when ``compute_reward`` raised on ``max_reward_errors``
+                rollouts in a row.
+            RunAbortedError: when ``max_endpoint_timeouts`` rollouts in a row ended on a
+                model request timeout.
             asyncio.CancelledError: when cancelled (every rollout's sandbox is released).
         """
         if tools is None:
@@ -410,7 +465,15 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
                 outcome = await run_rollout(
                     messages, loop=loop, pool=self.pool, task_id=self.new_task_id(), reward=reward
                 )
+                if outcome.reward_error is not None:
+                    self.stats.reward_errors += 1
+                    self.reporter.update(self.stats)
+                    self.reward_errors.failed(outcome.reward_error)
+                    return outcome
+                if outcome.result is not None and outcome.result.turns_used:
+                    self.endpoint_timeouts.answered()
                 if outcome.ok:
+                    self.reward_errors.succeeded()
                     self.stats.rollouts_done += 1
                     self.reporter.update(self.stats)
                     return outcome
@@ -427,6 +490,7 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
                     failure.message,
                 )
                 self.reporter.update(self.stats)
+                self._count_timeout(outcome)
             assert outcome is not None
             return outcome
 
@@ -434,6 +498,18 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
             if count == 1:
                 return [await one()]  # no task of its own: one rollout runs in ours
             return list(await asyncio.gather(*(one() for _ in range(count))))
+
+    def _count_timeout(self, outcome: RolloutOutcome) -> None:
+        """Count a rollout that ended on a model request timeout.
+
+        Raises:
+            RunAbortedError: after ``max_endpoint_timeouts`` such rollouts in a row.
+        """
+        error = outcome.result.infra_error if outcome.result is not None else None
+        if error is None or error.kind != "timeout":
+            return
+        server = self.server_configs[0]
+        self.endpoint_timeouts.timed_out(str(server.base_url), request_timeout(server))
 
     def tokenize_rollout(self, result: AgentResult, tools: ToolSet) -> TokenizedRollout:
         """Training tokens of a rollout: Phase 2 from ``managed_state``, Phase 1 from the
@@ -500,8 +576,11 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
 
         Returns ``(group, [])``, or ``(None, [item])`` when fewer than
         ``min_rollouts_per_group`` rollouts survived infrastructure failures (the item
-        goes back to the queue).
+        goes back to the queue). An environment that overrides ``collect_trajectory``
+        gets its group from ``group_size`` calls of it (as Atropos' default does).
         """
+        if type(self).collect_trajectory is not HermesAgentBaseEnv.collect_trajectory:
+            return await collect_by_trajectory(self, item)
         tools = self.resolve_tools(item)
         outcomes = await self.run_rollouts(item, self.config.group_size, tools=tools)
         return await self.score_group(item, outcomes, tools=tools)
@@ -661,25 +740,33 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
             and cls.write_group is HermesAgentBaseEnv.write_group
         )
 
-    async def collect_trajectory(self, item: Any) -> tuple[Any, list[Any]]:
-        """Not used: groups come from ``collect_trajectories``.
+    async def collect_trajectory(self, item: Any) -> tuple[dict[str, Any] | None, list[Any]]:
+        """One rollout of ``item`` as an Atropos scored item (the reference's per-rollout
+        override point): ``tokens``, ``masks``, ``scores``, ``messages``; ``(None, [])``
+        when the rollout could not be scored. Overriding it makes every mode build groups
+        from it (``hermes_envs.reference.GroupPath``)."""
+        return await collect_one(self, item)
 
-        Raises:
-            NotImplementedError: always.
-        """
-        raise NotImplementedError("HermesAgentBaseEnv collects whole groups")
+    def _resolve_tools_for_group(self) -> tuple[list[dict[str, Any]], set[str]]:
+        """The reference's helper: ``(tool_schemas, valid_tool_names)`` of the group being
+        collected (its item's tools, as ``resolve_tools``; a fresh draw outside a group).
+        Pass them to ``HermesAgentLoop(tool_schemas=..., valid_tool_names=...)``."""
+        return resolve_tools_for_group(self)
+
+    def _use_managed_server(self) -> bool:
+        """The reference's helper: whether rollouts run in Phase 2 (``server_type``
+        ``vllm``: ``/generate``, exact tokens and logprobs) rather than Phase 1."""
+        return self.phase == 2
+
+    @functools.cached_property
+    def group_path(self) -> GroupPath:
+        """How ``process`` gets this environment's groups (``hermes_envs.reference``),
+        decided from what its class overrides; the decision is logged once at debug."""
+        path, why = group_path(type(self), HermesAgentBaseEnv)
+        logger.debug("group path %s: %s", path.value, why)
+        return path
 
     # -- runs ----------------------------------------------------------------------------
-
-    def _reopen_group_writer(self) -> None:
-        # Atropos opens the group file unflushed (lines can be lost on a kill). Reopen
-        # the same (new, empty) file so that every line is flushed as it is written.
-        writer: Any = self.jsonl_writer
-        if writer is None:
-            return
-        path = self.config.data_path_to_save_groups
-        writer.close()
-        self.jsonl_writer = GroupFile(path)
 
     async def write_group(self, group: ScoredDataGroup, item: Any) -> bool:
         """Write one group as a line of the group file (flushed), as Atropos' ``process``
@@ -719,12 +806,21 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         """Write a finished group in ``process``: its line when it came with one, else
         through ``postprocess_histories`` and ``write_group``."""
         if scored.line is None:
-            group = await self.postprocess_histories(scored.group)
-            await self.write_group(group, item)
+            made = scored.group
+            for one in made if isinstance(made, list) else [made]:
+                if one is not None and await self.write_group(
+                    await self.postprocess_histories(one), item
+                ):
+                    self._record(item)
         elif scored.line:
             writer = self.jsonl_writer
             assert isinstance(writer, GroupFile)
             writer.write_line(scored.line)
+            self._record(item)
+
+    def _record(self, item: Any) -> None:
+        if self.group_log is not None:
+            self.group_log.record(item)
 
     async def process_manager(self) -> None:
         """``process``: ``n_groups_to_process`` groups to the JSONL file, as they finish.
@@ -741,80 +837,110 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
             asyncio.CancelledError: when cancelled; groups already written stay intact.
         """
         try:
-            self.require_tokenizer("process")
-            if int(getattr(self, "max_token_len", -1)) <= 0:
-                # No trainer registers a length in process mode: use the config's, so that
-                # Atropos does not warn on every group that lengths are ignored.
-                self.max_token_len = self.config.max_token_length
-            await self.setup()
-            self._start_wandb()
-            await self._start_token_worker()
-            target = int(getattr(self, "n_groups_to_process", None) or self.config.total_steps)
-            width = max(1, self.config.max_num_workers_per_node)
-            retry: deque[_Pending] = deque()
-            running: dict[asyncio.Task[Any], _Pending] = {}
-            exhausted = False
-            dropped_in_a_row = 0
-            # At most ``width`` groups run rollouts at once; up to as many more are being
-            # scored (tokens on the tokenizer thread) or waiting for a slot.
-            slots = asyncio.Semaphore(width)
-            try:
-                while self.stats.groups_done < target:
-                    while (
-                        len(running) < 2 * width
-                        and self.stats.groups_done + len(running) < target
-                        and (retry or not exhausted)
-                    ):
-                        pending = retry.popleft() if retry else None
-                        if pending is None:
-                            item = await self.get_next_item()
-                            if item is None:
-                                exhausted = True
-                                break
-                            pending = _Pending(item)
-                        pending.attempts += 1
-                        task = asyncio.create_task(self._collect_in_slot(pending.item, slots))
-                        running[task] = pending
-                    if not running:
-                        break
-                    done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-                    for task in done:
-                        pending = running.pop(task)
-                        scored = task.result()
-                        if scored.scored:
-                            await self._write_scored(scored, pending.item)
-                            self.stats.groups_done += 1
-                            if self.config.use_wandb:
-                                await self.wandb_log()
-                        elif pending.attempts <= self.config.infra_retries:
-                            retry.append(pending)
-                        else:
-                            self.stats.groups_dropped += 1
-                            dropped_in_a_row += 1
-                            logger.error("giving up on an item after %d tries", pending.attempts)
-                            if dropped_in_a_row >= self.config.max_dropped_items:
-                                raise RunAbortedError(
-                                    f"{dropped_in_a_row} item(s) in a row failed every try "
-                                    "for infrastructure reasons; last failure: "
-                                    f"{self.last_failure or 'unknown'}; check the model "
-                                    "endpoint (--openai.base_url, --openai.model_name, "
-                                    "--openai.api_key) and the sandbox backend "
-                                    "(--env.max_dropped_items sets this limit)"
-                                )
-                        if scored.scored:
-                            dropped_in_a_row = 0
-                        self.reporter.update(self.stats)
-            finally:
-                for task in running:
-                    task.cancel()
-                await asyncio.gather(*running, return_exceptions=True)
+            with run_scope(self):
+                await self._process_groups()
         finally:
             await self.close()
         path = self.config.data_path_to_save_groups
         if path is not None and self.stats.groups_done and self.config.write_viewer_html:
             generate_html(path)  # Atropos' viewer page, <same name>.html
 
+    async def _process_groups(self) -> None:
+        """The body of ``process_manager``, run with the env's ``run_scope`` bound."""
+        self.require_tokenizer("process")
+        if int(getattr(self, "max_token_len", -1)) <= 0:
+            # No trainer registers a length in process mode: use the config's, so that
+            # Atropos does not warn on every group that lengths are ignored.
+            self.max_token_len = self.config.max_token_length
+        await self._preflight()
+        if self.config.terminal_backend == "local":
+            # What the sandboxes of a killed earlier run left behind goes first.
+            removed = await asyncio.to_thread(reap_orphans)
+            if removed:
+                logger.warning("removed %d sandbox directories of dead runs", len(removed))
+        await self.setup()
+        await start_wandb(self.config.use_wandb, self._start_wandb)
+        await self._start_token_worker()
+        target = int(getattr(self, "n_groups_to_process", None) or self.config.total_steps)
+        if self.group_log is not None:
+            self.stats.groups_done = self.group_log.done
+        width = max(1, self.config.max_num_workers_per_node)
+        retry: deque[_Pending] = deque()
+        running: dict[asyncio.Task[Any], _Pending] = {}
+        exhausted = False
+        dropped_in_a_row = 0
+        # At most ``width`` groups run rollouts at once; up to as many more are being
+        # scored (tokens on the tokenizer thread) or waiting for a slot.
+        slots = asyncio.Semaphore(width)
+        try:
+            while self.stats.groups_done < target:
+                while (
+                    len(running) < 2 * width
+                    and self.stats.groups_done + len(running) < target
+                    and (retry or not exhausted)
+                ):
+                    pending = retry.popleft() if retry else None
+                    if pending is None:
+                        item = await self._next_item()
+                        if item is None:
+                            exhausted = True
+                            break
+                        pending = _Pending(item)
+                    pending.attempts += 1
+                    task = asyncio.create_task(self._collect_in_slot(pending.item, slots))
+                    running[task] = pending
+                if not running:
+                    break
+                done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    pending = running.pop(task)
+                    scored = task.result()
+                    if scored.scored:
+                        await self._write_scored(scored, pending.item)
+                        self.stats.groups_done += 1
+                        if self.config.use_wandb:
+                            await self.wandb_log()
+                    elif pending.attempts <= self.config.infra_retries:
+                        retry.append(pending)
+                    else:
+                        self.stats.groups_dropped += 1
+                        dropped_in_a_row += 1
+                        logger.error("giving up on an item after %d tries", pending.attempts)
+                        if dropped_in_a_row >= self.config.max_dropped_items:
+                            raise RunAbortedError(
+                                f"{dropped_in_a_row} item(s) in a row failed every try "
+                                "for infrastructure reasons; last failure: "
+                                f"{self.last_failure or 'unknown'}; check the model "
+                                "endpoint (--openai.base_url, --openai.model_name, "
+                                "--openai.api_key) and the sandbox backend "
+                                "(--env.max_dropped_items sets this limit)"
+                            )
+                    if scored.scored:
+                        dropped_in_a_row = 0
+                    self.reporter.update(self.stats)
+        finally:
+            for task in running:
+                task.cancel()
+            await asyncio.gather(*running, return_exceptions=True)
+        if self.group_log is not None and self.stats.groups_done >= target:
+            self.group_log.finish()
+
+    async def _next_item(self) -> Any:
+        """The next item of ``get_next_item`` whose group is not in the group file yet
+        (``None``: no more items)."""
+        log = self.group_log
+        while True:
+            item = await self.get_next_item()
+            if item is None or log is None or not log.skip(item):
+                return item
+            if log.exhausted:
+                return None
+
     async def _collect_in_slot(self, item: Any, slots: asyncio.Semaphore) -> _Scored:
+        if self.group_path is not GroupPath.FAST:
+            with group_item(item):
+                async with slots:
+                    return _Scored(*await self.collect_trajectories(item))
         tools = self.resolve_tools(item)
         async with slots:
             outcomes = await self.run_rollouts(item, self.config.group_size, tools=tools)
@@ -830,27 +956,36 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         """
         try:
             self.require_tokenizer("serve")
-            await super().env_manager()
+            await self._preflight()
+            with run_scope(self):
+                await super().env_manager()
         finally:
             await self.close()
 
     async def run_evaluate(self) -> None:
         """``evaluate``: ``setup()`` then ``evaluate()``, then everything closed."""
         try:
-            await self.setup()
-            self._start_wandb()
-            await self.evaluate()
+            with run_scope(self):
+                await self._preflight()
+                await self.setup()
+                await start_wandb(self.config.use_wandb, self._start_wandb)
+                await self.evaluate()
         finally:
             await self.close()
 
     async def evaluate_items(self, items: Sequence[Any]) -> list[tuple[Any, RolloutOutcome]]:
         """One rollout per item (at most ``max_eval_workers`` at once), retried on
-        infrastructure failure; ``(item, outcome)`` in the order of ``items``."""
+        infrastructure failure; ``(item, outcome)`` in the order of ``items``. An
+        environment that overrides ``collect_trajectory`` gets each item's rollout from
+        it."""
         gate = asyncio.Semaphore(max(1, self.config.max_eval_workers))
 
         async def one(item: Any) -> tuple[Any, RolloutOutcome]:
             async with gate:
-                (outcome,) = await self.run_rollouts(item, 1)
+                if self.group_path is GroupPath.COLLECT_TRAJECTORY:
+                    outcome = await outcome_of_collect_trajectory(self, item)
+                else:
+                    (outcome,) = await self.run_rollouts(item, 1)
                 self.stats.groups_done += 1
                 self.reporter.update(self.stats)
                 return item, outcome
@@ -871,6 +1006,16 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         }
         samples = [json.loads(json.dumps(self.eval_sample(i, o), default=str)) for i, o in pairs]
         await self.log_evaluation(metrics, samples, start_time=start)
+
+    async def evaluate_log(self, metrics: dict[str, Any], *args: Any, **kwargs: Any) -> None:
+        """Atropos' ``evaluate_log`` with every configured secret replaced in the metrics,
+        the samples and the rest of what it writes (``redaction``)."""
+        redact = self.redactor.data
+        await super().evaluate_log(
+            redact(metrics),
+            *(redact(arg) for arg in args),
+            **{key: redact(value) for key, value in kwargs.items()},
+        )
 
     async def log_evaluation(
         self,
@@ -906,6 +1051,25 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
             "turns_used": result.turns_used if result else 0,
             "messages": wire_messages(result.messages) if result else [],
         }
+
+    async def _preflight(self) -> None:
+        """Before any rollout (``preflight``): a cloud backend must start a sandbox, and
+        a run holding a secret must get isolated local sandboxes.
+
+        Raises:
+            EnvSetupError: one line naming the setting to change.
+        """
+        await check_backend(self.config.terminal_backend, self.pool, f"{self._task_prefix}-0")
+        if self.config.terminal_backend == "local":
+            await check_isolation(self.sandbox_options(), len(self.redactor.secrets))
+
+    async def setup_wandb(self) -> None:
+        """Atropos' wandb start in ``serve``; a failure is one line naming ``use_wandb``.
+
+        Raises:
+            EnvSetupError: when wandb is missing or does not start.
+        """
+        await start_wandb(self.config.use_wandb, super().setup_wandb)
 
     def _start_wandb(self) -> None:
         if not self.config.use_wandb:
@@ -948,6 +1112,8 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
                     await closer()
             if self.jsonl_writer is not None:
                 self.jsonl_writer.close()
+            if self.group_log is not None:
+                self.group_log.close()
 
     @classmethod
     def cli(cls) -> None:

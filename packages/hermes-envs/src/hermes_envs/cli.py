@@ -25,6 +25,7 @@ from pydantic import BaseModel, ValidationError
 
 from hermes_envs.errors import HermesEnvsError
 from hermes_envs.progress import RichProgress
+from hermes_envs.redaction import redacting_logs
 from hermes_envs.runnable import RunnableEnv, RunnableEnvClass
 from hermes_envs.tokenizer import TokenizerLoadError
 
@@ -208,16 +209,18 @@ def _resolve_servers(
             return list(default)
         if isinstance(yaml_openai, list):
             yaml_openai = yaml_openai[0] if yaml_openai else {}
+        # Only the fields set somewhere are passed on, so that the env can tell a value
+        # chosen by someone (e.g. openai.timeout) from Atropos' default.
         if isinstance(default, APIServerConfig):
-            base = default.model_dump()
+            base = default.model_dump(exclude_unset=True)
         elif isinstance(default, list) and default:
-            base = default[0].model_dump()
+            base = default[0].model_dump(exclude_unset=True)
         elif isinstance(default, ServerBaseline) and not (yaml_openai or cli_openai):
             return default
         elif isinstance(default, ServerBaseline):
-            base = default.model_dump()
+            base = default.model_dump(exclude_unset=True)
         else:
-            base = APIServerConfig().model_dump()
+            base = {}
         base.update(yaml_openai or {})
         base.update(cli_openai)
         return APIServerConfig(**base)
@@ -332,13 +335,14 @@ def run_command(
     }
     if command not in runners:
         raise ValueError(f"unknown command {command!r}; choose serve, process or evaluate")
-    try:
-        if command != "evaluate":
-            _require_tokenizer(env, command)
-        return runners[command]()
-    except HermesEnvsError as exc:
-        print(f"error: {exc}", file=err, flush=True)
-        return 1
+    with redacting_logs(env.redactor):
+        try:
+            if command != "evaluate":
+                _require_tokenizer(env, command)
+            return runners[command]()
+        except HermesEnvsError as exc:
+            print(f"error: {env.redactor(str(exc))}", file=err, flush=True)
+            return 1
 
 
 def _require_tokenizer(env: RunnableEnv, command: str) -> None:
@@ -364,6 +368,7 @@ def _process(env: RunnableEnv, out: TextIO) -> int:
     print(
         f"{verb} {stats.groups_done} group(s) to {path} "
         f"({stats.rollouts_done} rollouts, {stats.infra_failures} infra failure(s), "
+        f"{stats.reward_errors} reward error(s), "
         f"{stats.groups_requeued} group(s) requeued, {stats.token_drift} drift)",
         file=out,
         flush=True,
@@ -379,7 +384,8 @@ def _evaluate(env: RunnableEnv, out: TextIO) -> int:
         status = _run(env.run_evaluate)
     print(
         f"{'evaluated' if status == 0 else 'stopped after'} {env.stats.groups_done} item(s) "
-        f"({env.stats.infra_failures} infra failure(s)); results in {where}",
+        f"({env.stats.infra_failures} infra failure(s), {env.stats.reward_errors} reward "
+        f"error(s)); results in {where}",
         file=out,
         flush=True,
     )

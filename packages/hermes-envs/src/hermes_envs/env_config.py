@@ -1,6 +1,7 @@
 """``HermesAgentEnvConfig``: the agent, sandbox and tool settings on top of Atropos' config.
 
-Every field of the reference's table keeps its name and default. A wrong value (an
+Every field of the reference's ``HermesAgentEnvConfig`` (its code, not only its table:
+``dataset_split`` and ``prompt_field`` too) keeps its name, default and meaning. A wrong value (an
 unknown backend, parser or toolset, a timeout that is not positive) fails when the
 config is built, with a message naming the field and the allowed values.
 """
@@ -64,6 +65,12 @@ class HermesAgentEnvConfig(BaseEnvConfig):  # type: ignore[misc]  # atroposlib i
     terminal_timeout: int = Field(default=120, description="Seconds per terminal command.")
     terminal_lifetime: int = Field(default=3600, description="Most seconds a sandbox lives.")
     dataset_name: str | None = Field(default=None, description="Hugging Face dataset name.")
+    dataset_split: str = Field(
+        default="train", description="The dataset split an environment's setup() loads."
+    )
+    prompt_field: str = Field(
+        default="prompt", description="The dataset field that holds each item's prompt."
+    )
     tool_pool_size: int = Field(default=128, description="Threads for blocking tool calls.")
     tool_call_parser: str = Field(
         default="hermes", description="hermes_parsers format of raw (Phase 2) model output."
@@ -107,6 +114,21 @@ class HermesAgentEnvConfig(BaseEnvConfig):  # type: ignore[misc]  # atroposlib i
     write_viewer_html: bool = Field(
         default=True,
         description="process writes Atropos' HTML viewer of the groups (<file>.html) at the end.",
+    )
+    resume: bool = Field(
+        default=False,
+        description="process adds to a group file of a finished run (up to total_steps "
+        "groups); an unfinished (killed) run is continued without it.",
+    )
+    max_endpoint_timeouts: int = Field(
+        default=3,
+        description="The run stops after this many rollouts in a row ended because a model "
+        "request timed out (openai.timeout; 300 s unless set).",
+    )
+    max_reward_errors: int = Field(
+        default=5,
+        description="The run stops after compute_reward raised on this many rollouts in a "
+        "row (each is logged with its traceback and dropped from its group).",
     )
     max_dropped_items: int = Field(
         default=3,
@@ -169,6 +191,8 @@ class HermesAgentEnvConfig(BaseEnvConfig):  # type: ignore[misc]  # atroposlib i
         "max_agent_turns",
         "tool_pool_size",
         "max_dropped_items",
+        "max_reward_errors",
+        "max_endpoint_timeouts",
     )
     @classmethod
     def _positive(cls, value: int) -> int:

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-__all__ = ["DatasetLoadError", "EnvSetupError", "HermesEnvsError", "RunAbortedError"]
+__all__ = [
+    "DatasetLoadError",
+    "EnvSetupError",
+    "HermesEnvsError",
+    "RewardFunctionError",
+    "RunAbortedError",
+]
 
 
 class HermesEnvsError(RuntimeError):
@@ -25,3 +31,9 @@ class EnvSetupError(HermesEnvsError):
 class DatasetLoadError(EnvSetupError):
     """``env.dataset_name`` could not be loaded, or its rows lack a field the environment
     reads."""
+
+
+class RewardFunctionError(HermesEnvsError):
+    """The environment's ``compute_reward`` raised on ``max_reward_errors`` rollouts in a
+    row: the run stops (the command line prints this one line; each traceback was
+    logged)."""

@@ -6,6 +6,7 @@ import json
 import threading
 from array import array
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -96,16 +97,18 @@ class GroupFile:
     for the same group (``LineEncoder``). ``write(group)`` is what Atropos calls; the
     environment instead makes the text with ``encode`` away from the event loop (on its
     tokenizer thread or in its token worker process) and writes it with ``write_line``,
-    so the event loop only appends it.
+    so the event loop only appends it. ``redact`` (e.g. a ``Redactor``), when given,
+    rewrites every line before it is written, whoever made it.
 
     Raises:
         OSError: if ``path`` cannot be opened for appending.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, redact: Callable[[str], str] | None = None) -> None:
         self.path = Path(path)
         self._file = self.path.open("a", encoding="utf-8")
         self.encode = LineEncoder().encode
+        self._redact = redact
 
     def write_line(self, line: str) -> int:
         """Append ``line`` and a newline, flushed; returns the characters written.
@@ -114,6 +117,8 @@ class GroupFile:
             ValueError: if the file is closed.
             OSError: if the write fails.
         """
+        if self._redact is not None:
+            line = self._redact(line)
         self._file.write(line + "\n")
         self._file.flush()
         return len(line) + 1

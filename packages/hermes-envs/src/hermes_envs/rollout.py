@@ -1,8 +1,11 @@
 """One rollout: a sandbox for its task id, the agent loop, the reward, the sandbox closed.
 
 Whatever breaks outside the model (the sandbox would not start or died, the model
-endpoint failed after its retries, the reward code raised) becomes an ``InfraFailure``:
-recorded, retried by the caller, never scored as the model's 0.
+endpoint failed after its retries) becomes an ``InfraFailure``: recorded, retried by the
+caller, never scored as the model's 0. Reward code that raises (or returns no number) is
+the environment's bug: a ``RewardError``, never retried and never scored
+(``hermes_envs.reward_errors``); a ``SandboxError`` it raises (the sandbox died under
+it) is still the infrastructure's.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hermes_envs.reward_errors import RewardError
 from hermes_loop import AgentLoop, AgentResult
 from hermes_sandbox import SandboxError, SandboxPool, ToolContext
 
@@ -25,9 +29,9 @@ class InfraFailure:
     """Why a rollout could not be scored.
 
     ``stage`` is ``sandbox_start`` (the sandbox would not start), ``model_endpoint``
-    (``stop_reason == "infra_error"``), ``sandbox_lost`` (the sandbox closed before the
-    reward could look at it) or ``reward`` (the reward function raised or returned no
-    number).
+    (``stop_reason == "infra_error"``), ``sandbox_lost`` (the sandbox closed before or
+    while the reward looked at it) or ``collect_trajectory`` (an environment's own
+    ``collect_trajectory`` returned no scored item).
     """
 
     task_id: str
@@ -41,17 +45,19 @@ class InfraFailure:
 
 @dataclass(frozen=True, slots=True)
 class RolloutOutcome:
-    """A scored rollout (``score`` set) or an infrastructure failure (``failure`` set)."""
+    """A scored rollout (``score`` set), an infrastructure failure (``failure`` set) or
+    a rollout whose reward code raised (``reward_error`` set)."""
 
     task_id: str
     result: AgentResult | None
     score: float | None = None
     failure: InfraFailure | None = None
+    reward_error: RewardError | None = None
 
     @property
     def ok(self) -> bool:
         """Whether the rollout was scored."""
-        return self.failure is None
+        return self.failure is None and self.reward_error is None
 
 
 def _describe(exc: BaseException) -> str:
@@ -101,10 +107,13 @@ async def run_rollout(
             if inspect.isawaitable(value):
                 value = await value
             if isinstance(value, bool) or not isinstance(value, int | float):
-                return failed("reward", f"the reward was {value!r}, not a number", result)
+                wrong = TypeError(f"compute_reward returned {value!r}, not a number")
+                return RolloutOutcome(task_id, result, reward_error=RewardError(task_id, wrong))
             return RolloutOutcome(task_id, result, float(value))
+        except SandboxError as exc:
+            return failed("sandbox_lost", _describe(exc), result)
         except Exception as exc:
-            return failed("reward", _describe(exc), result)
+            return RolloutOutcome(task_id, result, reward_error=RewardError(task_id, exc))
         finally:
             await ctx.acleanup()
     finally:

@@ -16,6 +16,7 @@ from hermes_envs.stats import ProgressReporter, RunStats
 
 if TYPE_CHECKING:
     from hermes_envs.env_config import HermesAgentEnvConfig
+    from hermes_envs.redaction import Redactor
 
 __all__ = ["RunnableEnv", "RunnableEnvClass"]
 
@@ -35,6 +36,11 @@ class RunnableEnv(Protocol):
     @property
     def stats(self) -> RunStats:
         """The run's counters."""
+        ...
+
+    @property
+    def redactor(self) -> Redactor:
+        """Replaces the run's configured secrets (applied to its log records)."""
         ...
 
     def require_tokenizer(self, purpose: str) -> object:

@@ -18,6 +18,7 @@ class RunStats:
     groups_requeued: int = 0
     groups_dropped: int = 0
     token_drift: int = 0
+    reward_errors: int = 0
     failures_by_stage: dict[str, int] = field(default_factory=dict)
 
     def as_metrics(self, prefix: str = "train") -> dict[str, float]:
@@ -28,6 +29,7 @@ class RunStats:
             f"{prefix}/infra_failures": float(self.infra_failures),
             f"{prefix}/groups_requeued": float(self.groups_requeued),
             f"{prefix}/token_drift": float(self.token_drift),
+            f"{prefix}/reward_errors": float(self.reward_errors),
         }
         for stage, count in self.failures_by_stage.items():
             metrics[f"{prefix}/infra_failures_{stage}"] = float(count)

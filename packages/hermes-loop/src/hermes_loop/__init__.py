@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from hermes_loop.handler_pool import HandlerThreadPool
     from hermes_loop.loop import AgentLoop, HermesAgentLoop
     from hermes_loop.result import AgentResult, InfraError, RolloutProgress, ToolError, TurnRecord
+    from hermes_loop.scope import LoopScope, bind_loop_scope, current_loop_scope
     from hermes_loop.tools import Tool, ToolInvocation
     from hermes_loop.toolsets import ToolRegistry, ToolSet, UnknownToolsetError
     from hermes_loop.trajectory import atif_trajectory
@@ -45,6 +46,7 @@ __all__ = [
     "HermesLoopError",
     "InfraError",
     "InvalidMessagesError",
+    "LoopScope",
     "ModelTurn",
     "OpenAIChatServer",
     "ResultFormatError",
@@ -63,6 +65,8 @@ __all__ = [
     "UnknownToolsetError",
     "__version__",
     "atif_trajectory",
+    "bind_loop_scope",
+    "current_loop_scope",
 ]
 
 #: Names imported on first access, and the module that holds each.
@@ -78,6 +82,7 @@ _LAZY = {
     "HermesLoopError": "hermes_loop.errors",
     "InfraError": "hermes_loop.result",
     "InvalidMessagesError": "hermes_loop.errors",
+    "LoopScope": "hermes_loop.scope",
     "ModelTurn": "hermes_loop.endpoints.base",
     "OpenAIChatServer": "hermes_loop.endpoints.openai_chat",
     "ResultFormatError": "hermes_loop.errors",
@@ -95,6 +100,8 @@ _LAZY = {
     "TurnRecord": "hermes_loop.result",
     "UnknownToolsetError": "hermes_loop.toolsets",
     "atif_trajectory": "hermes_loop.trajectory",
+    "bind_loop_scope": "hermes_loop.scope",
+    "current_loop_scope": "hermes_loop.scope",
 }
 
 

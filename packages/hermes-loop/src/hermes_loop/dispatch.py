@@ -121,7 +121,7 @@ class ToolRunner:
             text = f"Error: {error}"
             return ToolOutcome(
                 self._message(call_id, name, text),
-                ToolError(turn, name, raw_text, error, kind, call_id),
+                ToolError(turn, name, raw_text, error, kind, call_id, text),
             )
 
         tool = self._tools.get(name)

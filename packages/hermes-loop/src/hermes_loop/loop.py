@@ -11,7 +11,7 @@ from typing import Any
 
 from hermes_loop.dispatch import ToolRunner
 from hermes_loop.endpoints.base import ChatServer, SamplingParams
-from hermes_loop.errors import EndpointError, InvalidMessagesError
+from hermes_loop.errors import EndpointError, InvalidMessagesError, ToolDefinitionError
 from hermes_loop.handler_pool import HandlerThreadPool
 from hermes_loop.result import (
     AgentResult,
@@ -21,6 +21,7 @@ from hermes_loop.result import (
     ToolError,
     TurnRecord,
 )
+from hermes_loop.scope import LoopScope, current_loop_scope
 from hermes_loop.tools import Tool
 from hermes_loop.toolsets import ToolSet
 
@@ -200,8 +201,116 @@ class AgentLoop:
         )
 
 
-#: The reference framework's name for ``AgentLoop``.
-HermesAgentLoop = AgentLoop
+class HermesAgentLoop(AgentLoop):
+    """``AgentLoop`` that also takes the reference framework's keywords.
+
+    ``HermesAgentLoop(server=..., tool_schemas=..., valid_tool_names=..., max_turns=...,
+    task_id=..., temperature=..., max_tokens=..., extra_body=...)`` then ``await
+    loop.run(messages)``, as the reference's environments write it:
+
+    - ``server``: a ``ChatServer``; anything else (Atropos' server manager or a managed
+      server, as the reference passes ``self.server``) means the endpoint of the
+      ``LoopScope`` the running environment bound (``hermes_loop.scope``).
+    - ``tool_schemas``: OpenAI tool schemas; each one's handler is the tool of that name
+      in ``tools`` if given, else in the bound scope. ``valid_tool_names``, when given,
+      keeps only those names (as the reference's loop rejects any other call).
+    - ``task_id``: the rollout's id when ``run`` is given none (its sandbox's id).
+
+    Other keywords are ``AgentLoop``'s; the bound scope's ``options`` fill in those not
+    given.
+
+    Raises:
+        TypeError: if ``server`` is not a ``ChatServer`` and no scope is bound.
+        ToolDefinitionError: (a ``ValueError``) if a schema is malformed or names a tool
+            with no handler.
+    """
+
+    def __init__(
+        self,
+        server: Any = None,
+        tools: ToolSet | Iterable[Tool] = (),
+        *,
+        tool_schemas: Sequence[Mapping[str, Any]] | None = None,
+        valid_tool_names: Iterable[str] | None = None,
+        task_id: str | None = None,
+        **options: Any,
+    ) -> None:
+        scope = current_loop_scope()
+        endpoint = server if callable(getattr(server, "session", None)) else None
+        if endpoint is None:
+            if scope is None:
+                raise TypeError(
+                    f"HermesAgentLoop(server=...) got {type(server).__name__}, not a "
+                    "ChatServer: pass an OpenAIChatServer/GenerateChatServer, or build the "
+                    "loop inside a running HermesAgentBaseEnv (which binds its endpoint)"
+                )
+            endpoint = scope.server
+        if tool_schemas is not None:
+            tools = _tools_from_schemas(tool_schemas, valid_tool_names, tools, scope)
+        merged = {**(scope.options if scope is not None else {}), **options}
+        super().__init__(endpoint, tools, **merged)
+        self.task_id = task_id
+
+    async def run(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        task_id: str | None = None,
+        progress: RolloutProgress | None = None,
+    ) -> AgentResult:
+        """``AgentLoop.run`` with the loop's ``task_id`` when none is given.
+
+        Raises:
+            InvalidMessagesError: as ``AgentLoop.run``.
+            asyncio.CancelledError: when cancelled.
+        """
+        return await super().run(messages, task_id=task_id or self.task_id, progress=progress)
+
+
+def _tools_from_schemas(
+    schemas: Sequence[Mapping[str, Any]],
+    valid_names: Iterable[str] | None,
+    given: ToolSet | Iterable[Tool],
+    scope: LoopScope | None,
+) -> list[Tool]:
+    """The tools behind OpenAI ``schemas``: each one's handler from ``given`` or the
+    scope, with the schema's own description and parameters.
+
+    Raises:
+        ToolDefinitionError: for a malformed schema or a name with no handler.
+    """
+    own = {tool.name: tool for tool in given}
+    known: Mapping[str, Tool] = scope.tools if scope is not None else {}
+    allowed = set(valid_names) if valid_names is not None else None
+    tools = []
+    for schema in schemas:
+        function = schema.get("function") if isinstance(schema, Mapping) else None
+        name = function.get("name") if isinstance(function, Mapping) else None
+        if not isinstance(name, str):
+            raise ToolDefinitionError(
+                f"tool_schemas entry {schema!r} is not an OpenAI tool schema "
+                '({"type": "function", "function": {"name": ...}})'
+            )
+        if allowed is not None and name not in allowed:
+            continue
+        assert isinstance(function, Mapping)
+        tool = own.get(name) or known.get(name)
+        if tool is None:
+            raise ToolDefinitionError(
+                f"tool_schemas names {name!r} but no handler is known for it: pass "
+                "tools=[Tool(...)] or build the loop inside a running HermesAgentBaseEnv "
+                "that offers it"
+            )
+        tools.append(
+            Tool(
+                name,
+                str(function.get("description") or tool.description),
+                function.get("parameters") or tool.parameters,
+                tool.handler,
+                tool.timeout,
+            )
+        )
+    return tools
 
 
 def _checked_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

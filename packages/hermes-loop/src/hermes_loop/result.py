@@ -38,7 +38,8 @@ class ToolError:
     """A tool call that did not produce a normal result (the model saw the error text).
 
     ``kind`` is one of ``unknown_tool``, ``invalid_arguments``, ``exception``,
-    ``timeout``; ``arguments`` is the raw argument text as the model sent it.
+    ``timeout``; ``arguments`` is the raw argument text as the model sent it;
+    ``tool_result`` the tool message's text the model was shown (the reference's field).
     """
 
     turn: int
@@ -47,6 +48,7 @@ class ToolError:
     error: str
     kind: ToolErrorKind = "exception"
     call_id: str = ""
+    tool_result: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,7 +42,9 @@ import inspect
 import itertools
 import threading
 import weakref
-from collections.abc import Coroutine, Iterable, Sequence
+from collections.abc import Coroutine, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol, Self, TypeVar, cast
@@ -64,7 +66,28 @@ from hermes_sandbox.tools.loopthread import LoopThread, try_run_on_loop
 from hermes_sandbox.tools.spec import Invocation
 from hermes_sandbox.tools.web import DirectWebProvider, WebProvider, extract_web, search_web
 
-__all__ = ["CallableTool", "ToolContext"]
+__all__ = ["CallableTool", "ToolContext", "bind_sandbox_pool", "current_sandbox_pool"]
+
+_POOL: ContextVar[SandboxPool | None] = ContextVar("hermes_sandbox_pool", default=None)
+
+
+@contextmanager
+def bind_sandbox_pool(pool: SandboxPool) -> Iterator[SandboxPool]:
+    """Make ``pool`` the one ``ToolContext(task_id)`` (no pool given) looks up, in this
+    context and the tasks started inside it, until the block ends. A running environment
+    binds its pool so that reward and evaluate code written as the reference framework's
+    (``ToolContext(task_id)``) reaches that rollout's sandbox."""
+    token = _POOL.set(pool)
+    try:
+        yield pool
+    finally:
+        _POOL.reset(token)
+
+
+def current_sandbox_pool() -> SandboxPool | None:
+    """The pool bound with ``bind_sandbox_pool`` in this context, or ``None``."""
+    return _POOL.get()
+
 
 T = TypeVar("T")
 
@@ -108,7 +131,9 @@ class ToolContext:
 
     Args:
         task_id: the rollout's task id; the sandbox is ``await pool.get(task_id)``.
-        pool: the ``SandboxPool`` the rollout's tools used.
+        pool: the ``SandboxPool`` the rollout's tools used; ``None`` (the reference's
+            ``ToolContext(task_id)``): the pool bound with ``bind_sandbox_pool`` where the
+            context is made (a running environment binds its own).
         web: the web provider (default: a ``DirectWebProvider``, which reads pages but
             cannot search).
         browser: the browser the rollout used (its page for ``task_id`` is this task's).
@@ -117,18 +142,28 @@ class ToolContext:
         loop: the event loop the rollout's sandboxes live on (default: the loop running
             where the context is made, if any). Synchronous calls from other threads run
             there while it runs; see the module docstring.
+
+    Raises:
+        TypeError: if ``pool`` is ``None`` and no pool is bound (``bind_sandbox_pool``).
     """
 
     def __init__(
         self,
         task_id: str,
-        pool: SandboxPool,
+        pool: SandboxPool | None = None,
         web: WebProvider | None = None,
         browser: ChromiumBrowser | None = None,
         *,
         tools: Iterable[CallableTool] | None = None,
         loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
+        if pool is None:
+            pool = _POOL.get()
+            if pool is None:
+                raise TypeError(
+                    f"ToolContext({task_id!r}) has no pool: pass pool=, or make it inside a "
+                    "running environment (which binds its pool with bind_sandbox_pool)"
+                )
         self.task_id = task_id
         self.pool = pool
         self.web: WebProvider = web if web is not None else DirectWebProvider()

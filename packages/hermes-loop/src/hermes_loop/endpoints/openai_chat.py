@@ -143,6 +143,24 @@ def _optional_text(
     value = parent.get(key)
     if value is not None and not isinstance(value, str):
         raise bad_response(_ROUTE, f"{where}.{key} is {type_name(value)}, not a string")
+    return _utf8(value, f"{where}.{key}")
+
+
+def _utf8(value: str | None, where: str) -> str | None:
+    """``value`` when UTF-8 can hold it. JSON may escape a lone surrogate (``"\\ud800"``),
+    which decodes to a string no UTF-8 writer (JSONL, logs) can write: such an answer
+    is of the wrong shape, as any other malformed one.
+
+    Raises:
+        EndpointError: of kind ``bad_response``, naming the field.
+    """
+    if value is not None and not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise bad_response(
+                _ROUTE, f"{where} holds a lone surrogate (U+{ord(exc.object[exc.start]):04X})"
+            ) from None
     return value
 
 
@@ -172,6 +190,9 @@ def _tool_calls(raw: Any) -> list[dict[str, Any]]:
             raise bad_response(
                 _ROUTE, f"{at}.function.arguments is {type_name(arguments)}, not a JSON string"
             )
+        _utf8(name, f"{at}.function.name")
+        _utf8(arguments, f"{at}.function.arguments")
+        _utf8(call_id, f"{at}.id")
         calls.append(
             {
                 "id": call_id or "",
