@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from hermes_benchmarks import TaskError, load_task, load_tasks
+from hermes_benchmarks.samples import sample_tasks_dir
 
 TOML = """\
 version = "1.0"
@@ -185,7 +186,7 @@ def test_a_folder_without_tasks_is_refused(tmp_path: Path) -> None:
         load_tasks(tmp_path / "missing")
 
 
-SHIPPED = Path(__file__).parent / "tasks"
+SHIPPED = sample_tasks_dir()
 FAULTY = Path(__file__).parent / "faulty_tasks"
 
 

@@ -16,6 +16,7 @@ EXPECTED_ALL = [
     "BrowserUnavailableError",
     "ConformanceError",
     "ExecResult",
+    "FileChangedError",
     "Sandbox",
     "SandboxClosedError",
     "SandboxError",

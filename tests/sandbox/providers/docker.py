@@ -1,7 +1,7 @@
 """Conformance provider for the ``docker`` backend: a real dockerd and a locally built image.
 
 ``docker_setup()`` (computed once per test process) makes sure a daemon answers: when
-none does, it starts ``dockerd --bridge=none --iptables=false`` itself (root and Debian's
+none does, it starts ``dockerd`` itself, with its default bridge network (root and Debian's
 ``docker.io`` needed; CI's ``.ci/services/docker.sh`` normally has one running already)
 and stops it again when the test process exits. It then makes sure both images exist,
 building what is missing (the debian one needs root + debootstrap and about a minute; the
@@ -74,7 +74,7 @@ def _start_dockerd() -> str | None:
     log_path = pathlib.Path(tempfile.gettempdir()) / "hermes-test-dockerd.log"
     with log_path.open("ab") as log:
         process = subprocess.Popen(
-            [dockerd, "--bridge=none", "--iptables=false"],
+            [dockerd],
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

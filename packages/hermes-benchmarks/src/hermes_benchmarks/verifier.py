@@ -35,7 +35,7 @@ from hermes_benchmarks.sandboxes import close_fully, start_sandbox
 from hermes_benchmarks.settings import TrialSettings
 from hermes_benchmarks.task import Task
 from hermes_benchmarks.verdicts import ScoredFailure, backend_answers, sandbox_gone
-from hermes_sandbox import ExecResult, Sandbox, SandboxError
+from hermes_sandbox import ExecResult, FileChangedError, Sandbox, SandboxError
 from hermes_sandbox.backends.docker import DockerDaemon
 
 __all__ = ["REWARD_SETTLE", "TESTS_DIR", "VERIFIER_DIR", "verify", "verify_separately"]
@@ -78,12 +78,24 @@ def _as_root(sandbox: Sandbox) -> dict[str, Any]:
 
 
 async def _reward_files(sandbox: Sandbox) -> dict[str, bytes | None]:
+    """The reward files' contents (None: absent).
+
+    Raises:
+        ScoredFailure: kind ``reward_tampered`` when one kept changing while it was read
+            (a process the agent left running rewrites it).
+    """
     files: dict[str, bytes | None] = {}
     for name in REWARD_FILES:
         try:
             files[name] = await sandbox.read_file(f"{VERIFIER_DIR}/{name}")
         except (FileNotFoundError, IsADirectoryError):
             files[name] = None
+        except FileChangedError as error:
+            raise ScoredFailure(
+                "reward_tampered",
+                f"{VERIFIER_DIR}/{name} kept changing while it was read: a process the agent "
+                f"left running writes it ({error})",
+            ) from None
     return files
 
 

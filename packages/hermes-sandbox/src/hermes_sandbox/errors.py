@@ -35,6 +35,7 @@ __all__ = [
     "BrowserUnavailableError",
     "BrowserUnavailableKind",
     "ConformanceError",
+    "FileChangedError",
     "SandboxClosedError",
     "SandboxError",
     "SandboxStartError",
@@ -77,6 +78,11 @@ class SandboxStartError(SandboxError):
 
 class SandboxClosedError(SandboxError):
     """The sandbox was closed, expired (``terminal_lifetime``) or died."""
+
+
+class FileChangedError(SandboxError, OSError):
+    """A file read from a sandbox kept changing while it was read (something in the
+    sandbox rewrites it); reading it again once nothing writes it may succeed."""
 
 
 class BackendUnavailableError(SandboxError):

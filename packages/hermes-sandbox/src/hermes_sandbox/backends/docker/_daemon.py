@@ -421,6 +421,6 @@ def _removal_under_way(exc: BaseException) -> bool:
 def _unreachable_message(url: str, exc: BaseException) -> str:
     return (
         f"docker: cannot reach the daemon at {url} ({type(exc).__name__}: {exc}); start "
-        f"dockerd (as root: `dockerd --bridge=none --iptables=false &`, or run "
+        f"dockerd (as root: `dockerd &`, or run "
         f".ci/services/docker.sh) or point DOCKER_HOST / base_url at a running one"
     )

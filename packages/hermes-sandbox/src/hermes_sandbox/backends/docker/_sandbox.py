@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import posixpath
+import tarfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -27,7 +28,7 @@ from hermes_sandbox.backends.docker._spec import DEFAULT_WORKDIR, ContainerSpec,
 from hermes_sandbox.backends.docker._transfer import download_file, upload_file
 from hermes_sandbox.backends.docker.pool import DockerWarmPool
 from hermes_sandbox.base import Sandbox
-from hermes_sandbox.errors import SandboxClosedError, SandboxError
+from hermes_sandbox.errors import FileChangedError, SandboxClosedError, SandboxError
 from hermes_sandbox.lifecycle import ImageSource, PreparedImage
 from hermes_sandbox.options import SandboxOptions
 from hermes_sandbox.output import OutputCollector
@@ -344,7 +345,18 @@ class DockerSandbox(Sandbox):
         def read() -> bytes:
             return read_single_file(daemon.iter_archive(container, real), real)
 
-        return await daemon.fetch(container, read)
+        # A file rewritten while the daemon archives it comes as a cut tar (the header
+        # has the size it had at the start): read it once more, then say so.
+        for attempt in range(2):
+            try:
+                return await daemon.fetch(container, read)
+            except tarfile.TarError as exc:
+                if attempt:
+                    raise FileChangedError(
+                        f"{path} changed while it was read from sandbox {self.task_id} "
+                        f"(twice; {exc}): read it again once nothing writes it"
+                    ) from exc
+        raise AssertionError("unreachable")
 
     async def upload_file(self, local: str | Path, remote: str) -> None:
         """Copy a host file into the sandbox, streamed (never held whole in memory).
