@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -160,9 +161,20 @@ def answered(completion: Any, answer: str, **kwargs: Any) -> float:
 
 async def test_verifiers_tool_env_evaluates_against_the_server() -> None:
     vf = pytest.importorskip("verifiers", reason=f"verifiers is absent: {INSTALL}")
+    rows = [{"question": "What is 2 + 3?", "answer": "5"}]
+    # verifiers' Environment installs its own SIGTERM/SIGINT handlers (process-wide):
+    # put back what the test process had, so no later test meets them.
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        await _evaluate_with_verifiers(vf, rows)
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
+async def _evaluate_with_verifiers(vf: Any, rows: list[dict[str, str]]) -> None:
     from datasets import Dataset
 
-    rows = [{"question": "What is 2 + 3?", "answer": "5"}]
     env = vf.ToolEnv(
         tools=[add],
         dataset=Dataset.from_list(rows),
