@@ -11,7 +11,7 @@ import pytest
 from hermes_benchmarks.cli import USAGE, resolve
 from hermes_benchmarks.config import leaderboard_problems
 from hermes_benchmarks.suites import SUITES, TBLITE, TERMINALBENCH2, default_yaml
-from tests.benchmarks.docker_support import SHIPPED
+from tests.benchmarks.docker_support import SHIPPED, docker_skip_reason
 
 
 def bench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -194,3 +194,52 @@ def test_help_imports_neither_the_endpoints_nor_atropos() -> None:
     )
     assert done.stderr.strip() == "[]"
     assert done.stdout.strip() == USAGE
+
+
+def test_model_and_model_name_are_one_option_and_bare_flags_are_yes_no_only(
+    tmp_path: Path,
+) -> None:
+    _, openai = resolve(TBLITE, ["--openai.model_name", "m1"])
+    assert openai.model == "m1"
+    config = tmp_path / "c.yaml"
+    config.write_text("openai:\n  model_name: m2\n")
+    _, openai = resolve(TBLITE, ["--config", str(config)])
+    assert openai.model == "m2"
+    env, _ = resolve(TBLITE, ["--env.resume"])
+    assert env.resume is True
+    done = bench("tblite", "evaluate", "--env.output_dir", "--env.n_trials", "1")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.strip() == (
+        "error: --env.output_dir needs a value: --env.output_dir VALUE "
+        "(only yes/no options stand alone)"
+    )
+
+
+def test_a_run_with_nothing_scored_exits_non_zero(tmp_path: Path) -> None:
+    if (reason := docker_skip_reason()) is not None:
+        pytest.skip(reason)
+    done = bench(
+        "tblite",
+        "evaluate",
+        "--env.tasks_dir",
+        str(SHIPPED),
+        "--env.task_filter",
+        "write-greeting",
+        "--env.agent",
+        "oracle",
+        "--env.unofficial",
+        "true",
+        "--env.infra_retries",
+        "0",
+        "--env.offline_builds",
+        "true",
+        "--env.image_map",
+        "hermes-sandbox/debian:bookworm=hermes-test/absent-base:1",
+        "--env.output_dir",
+        str(tmp_path / "out"),
+    )
+    assert done.returncode == 1, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(
+        "error: nothing was scored: all 1 trials ended in infrastructure errors (image_build x1)"
+    )

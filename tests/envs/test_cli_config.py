@@ -107,3 +107,41 @@ def test_a_missing_config_file_is_named(tmp_path: Path) -> None:
     missing = tmp_path / "nope.yaml"
     assert run_cli(TerminalTestEnv, ["process", "--config", str(missing)], err=err) == 2
     assert f"--config {missing}: cannot read it" in err.getvalue()
+
+
+def test_a_bare_flag_is_true_for_yes_no_options_only() -> None:
+    resolved = resolve_config(TerminalTestEnv, "process", ["--env.use_wandb", "--env.resume"])
+    assert resolved.env.use_wandb is True
+    # A file named "true" is never written: a path option needs its value.
+    with pytest.raises(CliError, match=r"--env.data_path_to_save_groups needs a value"):
+        resolve_config(TerminalTestEnv, "process", ["--env.data_path_to_save_groups"])
+    with pytest.raises(CliError, match=r"--openai.base_url needs a value"):
+        resolve_config(TerminalTestEnv, "process", ["--openai.base_url", "--env.group_size", "2"])
+
+
+def test_openai_model_and_model_name_are_one_option(tmp_path: Path) -> None:
+    resolved = resolve_config(TerminalTestEnv, "process", ["--openai.model", "from-cli"])
+    assert isinstance(resolved.servers, APIServerConfig)
+    assert resolved.servers.model_name == "from-cli"
+    config = tmp_path / "cfg.yaml"
+    config.write_text("openai:\n  model: from-yaml\n")
+    resolved = resolve_config(TerminalTestEnv, "process", ["--config", str(config)])
+    assert isinstance(resolved.servers, APIServerConfig)
+    assert resolved.servers.model_name == "from-yaml"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("env:\n  group_sise: 3\n", "--config: unknown key env.group_sise; known env keys:"),
+        ("openai:\n  modle: m\n", "--config: unknown key openai.modle; known openai keys:"),
+        ("environment:\n  group_size: 3\n", "--config: unknown section 'environment'"),
+    ],
+)
+def test_unknown_yaml_keys_are_refused(tmp_path: Path, text: str, expected: str) -> None:
+    config = tmp_path / "cfg.yaml"
+    config.write_text(text)
+    with pytest.raises(CliError) as caught:
+        resolve_config(TerminalTestEnv, "process", ["--config", str(config)])
+    assert str(caught.value).startswith(expected)
+    assert "\n" not in str(caught.value)

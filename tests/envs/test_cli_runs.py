@@ -338,3 +338,31 @@ def test_an_endpoint_that_refuses_every_request_stops_the_run(
     assert "--openai.model_name" in errors[0]
     assert "Traceback" not in done.stderr
     assert not out.exists() or out.read_text() == ""
+
+
+def test_evaluate_with_nothing_scored_reports_no_accuracy_and_fails(
+    tmp_path: Path, oracle_url: str
+) -> None:
+    where = tmp_path / "eval"
+    done = _terminal_test(
+        tmp_path,
+        "evaluate",
+        "--openai.base_url",
+        oracle_url,
+        "--openai.model",  # the server serves terminal-test only: every request refused
+        "no-such-model",
+        "--env.data_dir_to_save_evals",
+        str(where),
+        "--env.infra_retries",
+        "0",
+    )
+    assert done.returncode == 1, done.stderr[-3000:]
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [
+        f"error: nothing was scored: all {len(TASKS)} item(s) ended in infrastructure "
+        f"failures or reward errors; see the samples in {where}"
+    ], done.stderr[-3000:]
+    results = json.loads((where / "metrics.json").read_text())["results"]["all"]
+    assert "eval/accuracy" not in results  # no mean of nothing reported as 0.0
+    assert results["eval/scored"] == 0.0
+    assert results["eval/infra_failures"] == float(len(TASKS))

@@ -111,7 +111,8 @@ def resolve(suite: Suite, args: Sequence[str]) -> tuple[BenchConfig, OpenAISecti
     Raises:
         _Refusal: a bad option, file or value (one line).
     """
-    from hermes_envs.cli import CliError, parse_flags  # pulls in atroposlib's config types
+    # hermes_envs.cli pulls in atroposlib's config types: imported when options are read.
+    from hermes_envs.cli import OPENAI_ALIASES, CliError, check_value, parse_flags
 
     try:
         flags = parse_flags(args)
@@ -132,13 +133,24 @@ def resolve(suite: Suite, args: Sequence[str]) -> tuple[BenchConfig, OpenAISecti
     for index, layer in enumerate(layers):
         origin = "default.yaml" if index == 0 else "--config"
         env.update(_section(layer, "env", origin))
-        openai.update(_section(layer, "openai", origin))
+        for key, value in _section(layer, "openai", origin).items():
+            known = key in OpenAISection.model_fields
+            openai[key if known else OPENAI_ALIASES.get(key, key)] = value
     for key, value in flags.items():
         section, dot, name = key.partition(".")
         if not dot or section not in ("env", "openai") or not name:
             raise _Refusal(
                 f"unknown option --{key}; options are --config, --env.NAME, --openai.NAME", 2
             )
+        model: type[BaseModel] = BenchConfig if section == "env" else OpenAISection
+        if section == "openai" and name not in model.model_fields:
+            name = OPENAI_ALIASES.get(name, name)
+        field = model.model_fields.get(name)
+        if field is not None:
+            try:
+                check_value(key, value, field.annotation)
+            except CliError as error:
+                raise _Refusal(str(error), 2) from None
         target = env if section == "env" else openai
         target[name] = None if value in ("None", "null") else value
     return _build(BenchConfig, env, "env"), _build(OpenAISection, openai, "openai")
@@ -184,6 +196,15 @@ def _report(console: Console, command: str, summary: RunSummary, config: BenchCo
     for note in summary.notes:
         console.print(note, highlight=False)
     console.print(f"summary: {Path(config.output_dir) / SUMMARY_FILE}", highlight=False)
+    overall = summary.overall
+    if overall.trials and not overall.scored:
+        kinds = ", ".join(f"{kind} x{n}" for kind, n in summary.error_kinds.items())
+        print(
+            f"error: nothing was scored: all {overall.trials} trials ended in infrastructure "
+            f"errors ({kinds}); see results.jsonl in {config.output_dir}",
+            file=sys.stderr,
+        )
+        return 1
     if command != "check":
         return 0
     broken = [task for task in summary.tasks if task.passed < task.trials]

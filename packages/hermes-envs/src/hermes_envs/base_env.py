@@ -995,15 +995,18 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
     async def evaluate_and_log(self, items: Sequence[Any], score_metric: str) -> None:
         """Evaluate ``items`` (``evaluate_items``) and write, with Atropos'
         ``evaluate_log``, the mean score as ``eval/{score_metric}`` (over scored items;
-        infrastructure failures counted apart) and one sample per item."""
+        infrastructure failures counted apart; left out when no item was scored) and one
+        sample per item."""
         start = time.time()
         pairs = await self.evaluate_items(items)
         scores = [outcome.score for _, outcome in pairs if outcome.score is not None]
         metrics = {
-            f"eval/{score_metric}": sum(scores) / len(scores) if scores else 0.0,
             "eval/scored": float(len(scores)),
             "eval/infra_failures": float(sum(1 for _, outcome in pairs if not outcome.ok)),
         }
+        if scores:  # no score at all is not a mean of 0: the metric is left out
+            metrics[f"eval/{score_metric}"] = sum(scores) / len(scores)
+        self.stats.eval_scored = len(scores)
         samples = [json.loads(json.dumps(self.eval_sample(i, o), default=str)) for i, o in pairs]
         await self.log_evaluation(metrics, samples, start_time=start)
 

@@ -17,7 +17,7 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, get_args
 
 import yaml
 from atroposlib.envs.server_handling.server_baseline import APIServerConfig, ServerBaseline
@@ -34,8 +34,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COMMANDS",
+    "OPENAI_ALIASES",
     "CliError",
     "ResolvedConfig",
+    "check_value",
     "parse_flags",
     "resolve_config",
     "run_cli",
@@ -50,8 +52,37 @@ class CliError(Exception):
     """A bad command line or config file; the message says what to change."""
 
 
+class _Bare(str):
+    """The value of a flag given without one: ``"true"``, allowed for booleans only."""
+
+    __slots__ = ()
+
+
+#: Aliases of server options: both spellings work on every command.
+OPENAI_ALIASES: dict[str, str] = {"model": "model_name", "model_name": "model"}
+
+
+def check_value(key: str, value: str, annotation: Any) -> None:
+    """Refuse a flag given without a value unless its option is a boolean.
+
+    Raises:
+        CliError: ``--KEY`` was given bare and its option (``annotation``) is not a bool.
+    """
+    if isinstance(value, _Bare) and not _is_boolean(annotation):
+        raise CliError(f"--{key} needs a value: --{key} VALUE (only yes/no options stand alone)")
+
+
+def _is_boolean(annotation: Any) -> bool:
+    if annotation is bool:
+        return True
+    return bool(get_args(annotation)) and all(
+        arg is bool or arg is type(None) for arg in get_args(annotation)
+    )
+
+
 def parse_flags(args: Sequence[str]) -> dict[str, str]:
-    """``--key value`` / ``--key=value`` pairs (a flag with no value means ``true``).
+    """``--key value`` / ``--key=value`` pairs (a flag with no value means ``true``, which
+    :func:`check_value` allows for boolean options only).
 
     Raises:
         CliError: for an argument that is not a ``--flag``.
@@ -66,7 +97,7 @@ def parse_flags(args: Sequence[str]) -> dict[str, str]:
         if not eq:
             following = args[index + 1] if index + 1 < len(args) else None
             if following is None or following.startswith("--"):
-                value = "true"
+                value = _Bare("true")
             else:
                 value = following
                 index += 1
@@ -81,10 +112,32 @@ def _section(flags: dict[str, str], prefix: str, model: type[BaseModel]) -> dict
         if not key.startswith(prefix):
             continue
         name = key[len(prefix) :]
+        if prefix == "openai." and name not in model.model_fields:
+            name = OPENAI_ALIASES.get(name, name)
         if name not in model.model_fields:
             known = ", ".join(sorted(model.model_fields))
             raise CliError(f"unknown option --{key}; known --{prefix}NAME: {known}")
+        check_value(key, value, model.model_fields[name].annotation)
         out[name] = None if value in ("None", "null") else value
+    return out
+
+
+def _known_keys(section: dict[str, Any], model: type[BaseModel], where: str) -> dict[str, Any]:
+    """``section`` of a YAML config with aliases resolved; an unknown key is refused.
+
+    Raises:
+        CliError: a key that is not an option of ``model`` (one line naming the file's
+            section and the known options).
+    """
+    out: dict[str, Any] = {}
+    for key, value in section.items():
+        name = str(key)
+        if name not in model.model_fields and where == "openai":
+            name = OPENAI_ALIASES.get(name, name)
+        if name not in model.model_fields:
+            known = ", ".join(sorted(model.model_fields))
+            raise CliError(f"--config: unknown key {where}.{key}; known {where} keys: {known}")
+        out[name] = value
     return out
 
 
@@ -170,10 +223,13 @@ def resolve_config(env_cls: RunnableEnvClass, command: str, args: Sequence[str])
             env_values["data_path_to_save_groups"] = f"data/{name}.jsonl"
     if command == "evaluate" and env_values.get("data_dir_to_save_evals") is None:
         env_values["data_dir_to_save_evals"] = f"data/{name}_eval"
+    unknown_sections = sorted(set(yaml_config) - {"env", "openai", "slurm", "testing"})
+    if unknown_sections:
+        raise CliError(f"--config: unknown section {unknown_sections[0]!r}; use env: and openai:")
     yaml_env = yaml_config.get("env") or {}
     if not isinstance(yaml_env, dict):
         raise CliError("--config: the env: section must be a mapping")
-    env_values.update(yaml_env)
+    env_values.update(_known_keys(yaml_env, env_model, "env"))
     env_values.update(_section(flags, "env.", env_model))
     if env_values.get("wandb_name") is None:
         env_values["wandb_name"] = name
@@ -209,6 +265,8 @@ def _resolve_servers(
             return list(default)
         if isinstance(yaml_openai, list):
             yaml_openai = yaml_openai[0] if yaml_openai else {}
+        if isinstance(yaml_openai, dict):
+            yaml_openai = _known_keys(yaml_openai, APIServerConfig, "openai")
         # Only the fields set somewhere are passed on, so that the env can tell a value
         # chosen by someone (e.g. openai.timeout) from Atropos' default.
         if isinstance(default, APIServerConfig):
@@ -389,4 +447,13 @@ def _evaluate(env: RunnableEnv, out: TextIO) -> int:
         file=out,
         flush=True,
     )
+    stats = env.stats
+    if status == 0 and stats.eval_scored == 0 and stats.groups_done:
+        print(
+            f"error: nothing was scored: all {stats.groups_done} item(s) ended in "
+            f"infrastructure failures or reward errors; see the samples in {where}",
+            file=sys.stderr,
+            flush=True,
+        )
+        return 1
     return status

@@ -20,6 +20,8 @@ class RunStats:
     token_drift: int = 0
     reward_errors: int = 0
     failures_by_stage: dict[str, int] = field(default_factory=dict)
+    #: Items ``evaluate_and_log`` scored (None: the env's ``evaluate`` scores its own).
+    eval_scored: int | None = None
 
     def as_metrics(self, prefix: str = "train") -> dict[str, float]:
         """The counters as ``{prefix}/name`` metrics."""
