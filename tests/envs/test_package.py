@@ -88,3 +88,18 @@ def test_the_reference_import_loads_the_classes_in_a_fresh_process() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["hermes_envs.base_env", "True"]
+
+
+def test_running_an_env_module_warns_nothing() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "hermes_envs.envs.terminal_test", "process", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "RuntimeWarning" not in done.stderr  # runpy's: the module imported twice
+    assert done.stdout.startswith("usage:")

@@ -163,3 +163,21 @@ def test_ctrl_c_and_sigterm_stop_it_quietly(signum: int) -> None:
     _out, err = child.communicate(timeout=60)
     assert child.returncode == 130
     assert "Traceback" not in err
+
+
+def test_demo_into_a_pipe_closed_early_ends_quietly() -> None:
+    # `hermes-parsers demo | head -2`: the reader goes away before the output ends.
+    import subprocess
+    import sys
+
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "hermes_parsers", "demo"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert demo.stdout is not None
+    demo.stdout.close()  # gone before the first write: every write meets a closed pipe
+    _, err = demo.communicate(timeout=60)
+    assert demo.returncode == 0
+    assert b"Traceback" not in err
+    assert err == b""

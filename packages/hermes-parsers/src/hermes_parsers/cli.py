@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import signal
 import sys
 import threading
@@ -180,6 +181,22 @@ def main(
             return _main(argv, stdin, out, prog)
         except KeyboardInterrupt:
             return 130
+        except BrokenPipeError:
+            # The reader went away (``hermes-parsers demo | head``): it has what it wanted.
+            # What is still buffered for the process's stdout goes nowhere, so the
+            # interpreter's last flush cannot fail either.
+            if out is None:
+                _drop_stdout()
+            return 0
+
+
+def _drop_stdout() -> None:
+    """Point the process's stdout at ``/dev/null`` (after its reader closed the pipe)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
 
 
 @contextlib.contextmanager
