@@ -243,3 +243,23 @@ def test_a_run_with_nothing_scored_exits_non_zero(tmp_path: Path) -> None:
     assert last.startswith(
         "error: nothing was scored: all 1 trials ended in infrastructure errors (image_build x1)"
     )
+
+
+def test_command_help_lists_every_option_and_version_answers() -> None:
+    from hermes_benchmarks.config import BenchConfig, OpenAISection
+
+    done = bench("tblite", "evaluate", "--help")
+    assert (done.returncode, done.stderr) == (0, "")
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("usage: hermes-bench tblite evaluate")
+    for prefix, model in (("env", BenchConfig), ("openai", OpenAISection)):
+        for name, field in model.model_fields.items():
+            (line,) = [x for x in lines if x.split()[:1] == [f"--{prefix}.{name}"]]
+            assert "(default " in line, line
+            assert field.description
+            assert field.description.split(" (")[0][:30] in line, line
+    (network,) = [x for x in lines if x.split()[:1] == ["--env.network"]]
+    assert network.split()[1:4] == ["task|off|host", "(default", "'task')"]
+    done = bench("--version")
+    assert done.returncode == 0
+    assert done.stdout.startswith("hermes-bench ")

@@ -145,3 +145,23 @@ def test_unknown_yaml_keys_are_refused(tmp_path: Path, text: str, expected: str)
         resolve_config(TerminalTestEnv, "process", ["--config", str(config)])
     assert str(caught.value).startswith(expected)
     assert "\n" not in str(caught.value)
+
+
+def test_help_lists_every_option_with_its_type_default_and_description() -> None:
+    out = io.StringIO()
+    assert run_cli(TerminalTestEnv, ["evaluate", "--help"], out=out, err=io.StringIO()) == 0
+    lines = out.getvalue().splitlines()
+    for prefix, model in (
+        ("env", TerminalTestEnv.env_config_cls),
+        ("openai", APIServerConfig),
+    ):
+        for name, field in model.model_fields.items():
+            (line,) = [x for x in lines if x.split()[:1] == [f"--{prefix}.{name}"]]
+            assert "(default " in line, line
+            if field.description:
+                first_words = " ".join(field.description.split()[:3]).rstrip(".")
+                assert first_words in line, (name, line)
+    (group,) = [x for x in lines if x.split()[:1] == ["--env.group_size"]]
+    assert group.split()[1] == "INT"
+    (wandb,) = [x for x in lines if x.split()[:1] == ["--env.use_wandb"]]
+    assert wandb.split()[1:4] == ["yes/no", "(default", "no)"]

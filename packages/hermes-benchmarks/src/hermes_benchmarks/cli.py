@@ -20,6 +20,7 @@ so far kept.
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -256,10 +257,60 @@ def _list(console: Console, suite: Suite, config: BenchConfig) -> int:
     return 0
 
 
+_COMMAND_HELP = {
+    "evaluate": "run the agent (env.agent) over the suite's tasks",
+    "check": "run the oracle over every task; exit 1 naming each task whose oracle fails",
+    "rescore": "re-verify a finished run OUT from the artifacts it kept (OUT first)",
+    "list": "print the tasks (name, tier, category, timeouts, image) without running any",
+}
+
+
+def _command_help(suite: str, command: str) -> str:
+    """``hermes-bench SUITE COMMAND --help``: what it does and every option with its type,
+    default and description."""
+    from hermes_envs.options_help import describe_options
+
+    what = _COMMAND_HELP.get(command, f"unknown command {command!r}")
+    out = "rescore OUT " if command == "rescore" else f"{command} "
+    return "\n".join(
+        [
+            f"usage: hermes-bench {suite} {out}[--config FILE] [--env.NAME VALUE] "
+            "[--openai.NAME VALUE]",
+            f"  {what}",
+            "  settings: the suite's default.yaml < --config FILE.yaml < the options below",
+            "env options:",
+            *describe_options(BenchConfig, "env"),
+            "openai options (the model endpoint; --openai.model_name is --openai.model):",
+            *describe_options(OpenAISection, "openai"),
+        ]
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``hermes-bench``; the exit status."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] in ("-h", "--help", "help") or "--help" in args or "-h" in args:
+    """Run ``hermes-bench``; the exit status (0 also when stdout's reader went away, as
+    ``hermes-bench ... | head`` does)."""
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush goes nowhere
+        finally:
+            os.close(devnull)
+        return 0
+
+
+def _main(args: list[str]) -> int:
+    if args and args[0] in ("--version", "-V"):
+        from importlib.metadata import version
+
+        print(f"hermes-bench {version('hermes-benchmarks')}")
+        return 0
+    asks_help = "--help" in args or "-h" in args
+    if asks_help and len(args) >= 2 and args[0] in SUITES and args[0] != YC_BENCH.name:
+        print(_command_help(args[0], args[1]))
+        return 0
+    if not args or args[0] in ("-h", "--help", "help") or (asks_help and args[0] != YC_BENCH.name):
         print(USAGE, file=sys.stdout if args else sys.stderr)
         return 0 if args else 2
     if args[0] == "samples":  # where the shipped sample tasks are

@@ -69,25 +69,75 @@ class HarnessSettings(BaseModel):
     ``$XDG_CACHE_HOME/hermes-bench/tasks``).
     """
 
-    tasks_dir: str | None = None
-    dataset_name: str | None = None
-    dataset_split: str = "train"
-    cache_dir: str | None = None
-    task_filter: list[str] = Field(default_factory=list)
-    n_trials: int = Field(default=1, ge=1)
-    max_concurrent_tasks: int = Field(default=4, ge=1)
-    image_map: list[str] = Field(default_factory=list)
-    offline_builds: bool = False
-    build_network: Literal["default", "host"] = "default"
-    network: Literal["task", "off", "host"] = "task"
-    terminal_backend: str = "docker"
-    output_dir: str = "runs/benchmark"
-    resume: bool = False
-    infra_retries: int = Field(default=1, ge=0)
-    timeout_multiplier: float = Field(default=1.0, gt=0)
-    leaderboard: bool = False
-    unofficial: bool = False
-    agent: str = "hermes"
+    tasks_dir: str | None = Field(
+        default=None,
+        description="a local folder of task folders (harbor layout); wins over dataset_name",
+    )
+    dataset_name: str | None = Field(
+        default=None,
+        description="a Hugging Face dataset of tasks, or a local parquet/JSONL file or folder",
+    )
+    dataset_split: str = Field(default="train", description="the dataset's split to read")
+    cache_dir: str | None = Field(
+        default=None,
+        description="where dataset tasks are unpacked (default $XDG_CACHE_HOME/hermes-bench/tasks)",
+    )
+    task_filter: list[str] = Field(
+        default_factory=list,
+        description="task names or patterns to run (JSON list or comma-separated); empty: all",
+    )
+    n_trials: int = Field(
+        default=1, ge=1, description="trials per task (pass@k for every k up to it)"
+    )
+    max_concurrent_tasks: int = Field(default=4, ge=1, description="trials running at once")
+    image_map: list[str] = Field(
+        default_factory=list,
+        description="FROM=TO rewrites of every image a build or task names (e.g. a mirror)",
+    )
+    offline_builds: bool = Field(
+        default=False,
+        description="build task images without the network; a missing base image fails in one line",
+    )
+    build_network: Literal["default", "host"] = Field(
+        default="default",
+        description="the network of Dockerfile RUN steps: the daemon's default or the host's",
+    )
+    network: Literal["task", "off", "host"] = Field(
+        default="task",
+        description="the agent's network: each task's allow_internet, always off, or the host's",
+    )
+    terminal_backend: str = Field(
+        default="docker",
+        description="the sandbox backend: docker, modal, daytona, local, ssh or singularity",
+    )
+    output_dir: str = Field(
+        default="runs/benchmark",
+        description="where results.jsonl, summary.json, artifacts/ and view.html go",
+    )
+    resume: bool = Field(
+        default=False,
+        description="finish the run already in output_dir (only the trials without a result line)",
+    )
+    infra_retries: int = Field(
+        default=1,
+        ge=0,
+        description="retries of a trial stopped by the infrastructure (never of a scored failure)",
+    )
+    timeout_multiplier: float = Field(
+        default=1.0, gt=0, description="multiplies every agent, verifier and build timeout"
+    )
+    leaderboard: bool = Field(
+        default=False,
+        description="refuse settings that are not comparable with the suite's leaderboard",
+    )
+    unofficial: bool = Field(
+        default=False,
+        description="allow non-default settings without marking the summary comparable",
+    )
+    agent: str = Field(
+        default="hermes",
+        description="hermes (the agent loop on openai:), oracle (the solution) or module:Class",
+    )
 
     @field_validator("task_filter", "image_map", mode="before")
     @classmethod
@@ -100,7 +150,9 @@ class BenchConfig(HarnessSettings):
 
     model_config = ConfigDict(extra="forbid")
 
-    max_turns: int = Field(default=50, ge=1)
+    max_turns: int = Field(
+        default=50, ge=1, description="the hermes agent's model calls per trial at most"
+    )
 
 
 class OpenAISection(BaseModel):
@@ -108,11 +160,21 @@ class OpenAISection(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    base_url: str = "http://127.0.0.1:8000/v1"
-    model: str = "default"
-    api_key_env: str = "OPENAI_API_KEY"
-    temperature: float = Field(default=1.0, ge=0)
-    max_tokens: int | None = Field(default=None, ge=1)
+    base_url: str = Field(
+        default="http://127.0.0.1:8000/v1", description="the OpenAI-compatible endpoint (.../v1)"
+    )
+    model: str = Field(
+        default="default",
+        description="the model name sent with each request (also --openai.model_name)",
+    )
+    api_key_env: str = Field(
+        default="OPENAI_API_KEY",
+        description="the environment variable holding the endpoint's key (never on argv)",
+    )
+    temperature: float = Field(default=1.0, ge=0, description="sampling temperature")
+    max_tokens: int | None = Field(
+        default=None, ge=1, description="most tokens per answer (unset: the endpoint's default)"
+    )
 
 
 def leaderboard_problems(config: HarnessSettings, suite: Suite) -> list[str]:

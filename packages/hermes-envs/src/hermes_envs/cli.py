@@ -24,6 +24,7 @@ from atroposlib.envs.server_handling.server_baseline import APIServerConfig, Ser
 from pydantic import BaseModel, ValidationError
 
 from hermes_envs.errors import HermesEnvsError
+from hermes_envs.options_help import describe_options
 from hermes_envs.progress import RichProgress
 from hermes_envs.redaction import redacting_logs
 from hermes_envs.runnable import RunnableEnv, RunnableEnvClass
@@ -329,8 +330,12 @@ def _usage(env_cls: RunnableEnvClass) -> str:
         "  process   write scored groups to JSONL (--env.data_path_to_save_groups)\n"
         "  evaluate  run evaluate(); metrics.json and samples.jsonl in "
         "--env.data_dir_to_save_evals\n"
-        f"  env options: {', '.join(sorted(env_cls.env_config_cls.model_fields))}\n"
-        f"  openai options: {', '.join(sorted(APIServerConfig.model_fields))}"
+        "  --config FILE.yaml: env: and openai: sections (command line over YAML over "
+        "config_init())\n"
+        f"env options ({_class_name(env_cls)}):\n"
+        + "\n".join(describe_options(env_cls.env_config_cls, "env"))
+        + "\nopenai options (the model endpoint; --openai.model is --openai.model_name):\n"
+        + "\n".join(describe_options(APIServerConfig, "openai"))
     )
 
 
