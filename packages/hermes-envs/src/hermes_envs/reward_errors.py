@@ -44,6 +44,9 @@ class RewardErrors:
         self.limit = limit
         self.total = 0
         self.in_a_row = 0
+        #: The error that stopped the run; every later failure (rollouts already running
+        #: finish after the limit) raises the same message: the run stops with one.
+        self.stopped: RewardFunctionError | None = None
 
     def succeeded(self) -> None:
         """A reward was computed: the run of failures ends."""
@@ -65,9 +68,11 @@ class RewardErrors:
             error.task_id,
             exc_info=(type(exc), exc, exc.__traceback__),
         )
-        if self.in_a_row >= self.limit:
-            raise RewardFunctionError(
-                f"{self.env_name}.compute_reward raised on {self.in_a_row} rollouts in a row "
+        if self.stopped is None and self.in_a_row >= self.limit:
+            self.stopped = RewardFunctionError(
+                f"{self.env_name}.compute_reward raised on {self.limit} rollouts in a row "
                 f"(last: {error.message}); fix the environment's compute_reward (tracebacks "
                 "logged above; --env.max_reward_errors sets this limit)"
             )
+        if self.stopped is not None:
+            raise RewardFunctionError(str(self.stopped))
