@@ -197,6 +197,17 @@ def _report(console: Console, command: str, summary: RunSummary, config: BenchCo
     for note in summary.notes:
         console.print(note, highlight=False)
     console.print(f"summary: {Path(config.output_dir) / SUMMARY_FILE}", highlight=False)
+    broken = []
+    if command == "check":
+        broken = [task for task in summary.tasks if task.passed < task.trials]
+        for task in broken:
+            counts = {**task.failure_kinds, **task.error_kinds}
+            kinds = ", ".join(f"{kind} x{n}" for kind, n in counts.items())
+            console.print(
+                f"oracle fails on {task.task} ({config.terminal_backend}): "
+                f"{task.passed}/{task.trials} passed" + (f" ({kinds})" if kinds else ""),
+                highlight=False,
+            )
     overall = summary.overall
     if overall.trials and not overall.scored:
         kinds = ", ".join(f"{kind} x{n}" for kind, n in summary.error_kinds.items())
@@ -206,17 +217,6 @@ def _report(console: Console, command: str, summary: RunSummary, config: BenchCo
             file=sys.stderr,
         )
         return 1
-    if command != "check":
-        return 0
-    broken = [task for task in summary.tasks if task.passed < task.trials]
-    for task in broken:
-        counts = {**task.failure_kinds, **task.error_kinds}
-        kinds = ", ".join(f"{kind} x{n}" for kind, n in counts.items())
-        console.print(
-            f"oracle fails on {task.task} ({config.terminal_backend}): "
-            f"{task.passed}/{task.trials} passed" + (f" ({kinds})" if kinds else ""),
-            highlight=False,
-        )
     return 1 if broken else 0
 
 
