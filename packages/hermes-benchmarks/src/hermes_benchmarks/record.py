@@ -26,11 +26,11 @@ import asyncio
 import contextlib
 import contextvars
 import json
-import os
-import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Final
+
+from hermes_benchmarks.files import write_whole
 
 __all__ = [
     "RECORD_CAP",
@@ -122,15 +122,7 @@ class TrialRecord:
         if not target.is_relative_to(self.folder.resolve()):
             raise ValueError(f"record file {name!r} leaves the trial's folder")
         target.parent.mkdir(parents=True, exist_ok=True)
-        aside = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
-        try:
-            with aside.open("xb") as file:
-                file.write(data)
-            os.replace(aside, target)
-        except BaseException:
-            aside.unlink(missing_ok=True)
-            raise
-        return target
+        return write_whole(target, data)
 
 
 def agent_secrets(agent: object) -> list[str]:

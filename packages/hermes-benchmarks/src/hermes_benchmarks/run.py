@@ -31,6 +31,7 @@ from pydantic import BaseModel
 
 from hermes_benchmarks.agents import Agent
 from hermes_benchmarks.errors import OutputFolderError, ResultsFileError
+from hermes_benchmarks.files import write_whole
 from hermes_benchmarks.results import FolderLock, ResultsLog, ResultT, TrialResult
 from hermes_benchmarks.summary import RunSummary, summarize
 from hermes_benchmarks.task import Task
@@ -149,9 +150,7 @@ def write_summary(file: Path, summary: BaseModel) -> None:
     Raises:
         OSError: the folder cannot be written.
     """
-    temporary = file.with_suffix(".json.tmp")
-    temporary.write_text(json.dumps(summary.model_dump(mode="json"), indent=2) + "\n")
-    os.replace(temporary, file)
+    write_whole(file, (json.dumps(summary.model_dump(mode="json"), indent=2) + "\n").encode())
 
 
 def _open_results(
@@ -247,9 +246,7 @@ def check_plan(folder: Path, plan: Mapping[str, Any], *, resume: bool) -> None:
             if earlier == dict(plan):
                 return
     try:
-        temporary = file.with_suffix(".json.tmp")
-        temporary.write_text(json.dumps(dict(plan), indent=2) + "\n")
-        os.replace(temporary, file)
+        write_whole(file, (json.dumps(dict(plan), indent=2) + "\n").encode())
     except OSError as error:
         raise OutputFolderError(
             f"output folder {folder} cannot be written ({error.strerror}): free space or make "

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import html
 import json
-import os
-import uuid
 from importlib import resources
 from pathlib import Path
 from typing import Final
 
+from hermes_benchmarks.files import write_whole
 from hermes_benchmarks.view.records import RunData
 
 __all__ = ["PAGE_NAME", "render_page", "write_page"]
@@ -40,13 +39,4 @@ def write_page(data: RunData, target: Path) -> Path:
         OSError: the folder is not writable, or the disk is full (nothing is left
             behind at ``target``).
     """
-    text = render_page(data).encode("utf-8")
-    aside = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        with aside.open("xb") as file:
-            file.write(text)
-        os.replace(aside, target)
-    except BaseException:
-        aside.unlink(missing_ok=True)
-        raise
-    return target
+    return write_whole(target, render_page(data).encode("utf-8"))

@@ -428,13 +428,7 @@ class DockerSandbox(Sandbox):
         return real, mode, stat is not None
 
     async def _write_bytes(self, path: str, data: bytes) -> None:
-        real, stat = await self._resolve_file(path)
-        mode = 0o644
-        if stat is not None:
-            file_mode = int(stat.get("mode", 0))
-            if file_mode & _DIR_BIT:
-                raise IsADirectoryError(f"{path} is a directory in sandbox {self.task_id}")
-            mode = file_mode & 0o7777
+        real, mode, _ = await self._target(path)
         parent, name = posixpath.split(real)
         archive = await asyncio.to_thread(single_file_tar, name, data, mode)
         await self._put(parent or "/", archive)
