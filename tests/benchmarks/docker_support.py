@@ -1,4 +1,5 @@
-"""What the docker-backed benchmark tests need: a daemon and the base image, or a reason."""
+"""What the benchmark tests share: a daemon and the base image (or a reason), and
+``hermes-bench`` run in a child process."""
 
 from __future__ import annotations
 
@@ -42,4 +43,22 @@ def hermes_bench(*args: str) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+    )
+
+
+def run_bench(
+    *args: str, cwd: Path | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """``hermes-bench ARGS`` in a child process, run to its end, output captured."""
+    return subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from hermes_benchmarks.cli import main; sys.exit(main())",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
     )

@@ -11,31 +11,16 @@ import pytest
 from hermes_benchmarks.cli import USAGE, resolve
 from hermes_benchmarks.config import leaderboard_problems
 from hermes_benchmarks.suites import SUITES, TBLITE, TERMINALBENCH2, default_yaml
-from tests.benchmarks.docker_support import SHIPPED, docker_skip_reason
-
-
-def bench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import sys; from hermes_benchmarks.cli import main; sys.exit(main())",
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=cwd,
-    )
+from tests.benchmarks.docker_support import SHIPPED, docker_skip_reason, run_bench
 
 
 def test_help_is_one_line_on_stdout() -> None:
-    done = bench("--help")
+    done = run_bench("--help")
     assert (done.returncode, done.stdout.strip(), done.stderr) == (0, USAGE, "")
 
 
 def test_no_arguments_is_the_usage_line_on_stderr() -> None:
-    done = bench()
+    done = run_bench()
     assert (done.returncode, done.stderr.strip()) == (2, USAGE)
 
 
@@ -105,7 +90,7 @@ def test_no_arguments_is_the_usage_line_on_stderr() -> None:
     ],
 )
 def test_every_bad_option_answers_in_one_line(args: list[str], says: str) -> None:
-    done = bench(*args, cwd=Path(__file__).parents[2])
+    done = run_bench(*args, cwd=Path(__file__).parents[2])
     lines = done.stderr.strip().splitlines()
     assert done.returncode in (1, 2), done.stderr
     assert len(lines) == 1, done.stderr
@@ -124,7 +109,7 @@ def test_a_bad_config_file_names_itself(tmp_path: Path) -> None:
         ("env: {n_trials: 1\n", "not valid YAML"),
     ]:
         config.write_text(text)
-        done = bench("tblite", "check", "--config", str(config))
+        done = run_bench("tblite", "check", "--config", str(config))
         lines = done.stderr.strip().splitlines()
         assert (done.returncode, len(lines)) == (2, 1), done.stderr
         assert says in lines[0], done.stderr
@@ -207,7 +192,7 @@ def test_model_and_model_name_are_one_option_and_bare_flags_are_yes_no_only(
     assert openai.model == "m2"
     env, _ = resolve(TBLITE, ["--env.resume"])
     assert env.resume is True
-    done = bench("tblite", "evaluate", "--env.output_dir", "--env.n_trials", "1")
+    done = run_bench("tblite", "evaluate", "--env.output_dir", "--env.n_trials", "1")
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.strip() == (
         "error: --env.output_dir needs a value: --env.output_dir VALUE "
@@ -218,7 +203,7 @@ def test_model_and_model_name_are_one_option_and_bare_flags_are_yes_no_only(
 def test_a_run_with_nothing_scored_exits_non_zero(tmp_path: Path) -> None:
     if (reason := docker_skip_reason()) is not None:
         pytest.skip(reason)
-    done = bench(
+    done = run_bench(
         "tblite",
         "evaluate",
         "--env.tasks_dir",
@@ -248,7 +233,7 @@ def test_a_run_with_nothing_scored_exits_non_zero(tmp_path: Path) -> None:
 def test_command_help_lists_every_option_and_version_answers() -> None:
     from hermes_benchmarks.config import BenchConfig, OpenAISection
 
-    done = bench("tblite", "evaluate", "--help")
+    done = run_bench("tblite", "evaluate", "--help")
     assert (done.returncode, done.stderr) == (0, "")
     lines = done.stdout.splitlines()
     assert lines[0].startswith("usage: hermes-bench tblite evaluate")
@@ -260,6 +245,6 @@ def test_command_help_lists_every_option_and_version_answers() -> None:
             assert field.description.split(" (")[0][:30] in line, line
     (network,) = [x for x in lines if x.split()[:1] == ["--env.network"]]
     assert network.split()[1:4] == ["task|off|host", "(default", "'task')"]
-    done = bench("--version")
+    done = run_bench("--version")
     assert done.returncode == 0
     assert done.stdout.startswith("hermes-bench ")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import pytest
 
 from hermes_benchmarks import load_tasks
 from hermes_benchmarks.samples import sample_tasks_dir
+from tests.benchmarks.docker_support import run_bench
 
 ROOT = Path(__file__).resolve().parents[2]
 NAMES = [
@@ -25,21 +25,6 @@ NAMES = [
 ]
 
 
-def bench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import sys; from hermes_benchmarks.cli import main; sys.exit(main())",
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-    )
-
-
 def test_the_samples_are_six_valid_tasks_in_the_package() -> None:
     folder = sample_tasks_dir()
     assert folder.is_relative_to(ROOT / "packages" / "hermes-benchmarks" / "src")
@@ -47,13 +32,20 @@ def test_the_samples_are_six_valid_tasks_in_the_package() -> None:
 
 
 def test_samples_prints_the_folder() -> None:
-    done = bench("samples")
+    done = run_bench("samples", timeout=120)
     assert (done.returncode, done.stderr) == (0, "")
     assert Path(done.stdout.strip()) == sample_tasks_dir()
 
 
 def test_list_prints_every_task_and_runs_nothing(tmp_path: Path) -> None:
-    done = bench("terminalbench2", "list", "--env.tasks_dir", str(sample_tasks_dir()), cwd=tmp_path)
+    done = run_bench(
+        "terminalbench2",
+        "list",
+        "--env.tasks_dir",
+        str(sample_tasks_dir()),
+        cwd=tmp_path,
+        timeout=120,
+    )
     assert (done.returncode, done.stderr) == (0, "")
     lines = [line.split("\t") for line in done.stdout.splitlines()]
     assert lines[0] == ["task", "tier", "category", "agent_s", "verifier_s", "image", "verifier"]
@@ -70,7 +62,7 @@ def test_list_prints_every_task_and_runs_nothing(tmp_path: Path) -> None:
 
 
 def test_list_of_a_missing_folder_is_one_line() -> None:
-    done = bench("tblite", "list", "--env.tasks_dir", "/nonexistent/tasks")
+    done = run_bench("tblite", "list", "--env.tasks_dir", "/nonexistent/tasks", timeout=120)
     assert done.returncode == 1
     assert (
         done.stderr.strip()

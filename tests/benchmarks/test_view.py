@@ -7,8 +7,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,26 +23,12 @@ from hermes_benchmarks.view import (
     write_page,
 )
 from hermes_sandbox.tools import CHROMIUM_FLAGS, browser_unavailable
-from tests.benchmarks.docker_support import SHIPPED, docker_skip_reason
+from tests.benchmarks.docker_support import SHIPPED, docker_skip_reason, run_bench
 
 DOCKER = docker_skip_reason()
 BROWSER = browser_unavailable()
 #: Where the browser test leaves its screenshot (kept as a CI artifact).
 SHOTS = Path(os.environ.get("HERMES_TEST_ARTIFACTS", Path(__file__).parents[2] / ".test-artifacts"))
-
-
-def bench(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import sys; from hermes_benchmarks.cli import main; sys.exit(main())",
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 def line(task: str, trial: int, status: str, **fields: Any) -> dict[str, Any]:
@@ -122,18 +106,18 @@ def test_a_record_outside_the_run_is_not_read(tmp_path: Path) -> None:
 
 
 def test_the_command_answers_bad_input_in_one_line(tmp_path: Path) -> None:
-    done = bench("view", str(tmp_path / "missing"))
+    done = run_bench("view", str(tmp_path / "missing"), timeout=300)
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr.strip().endswith("is not a folder: give a run's --env.output_dir")
-    done = bench("view", str(tmp_path), "--port", "http")
+    done = run_bench("view", str(tmp_path), "--port", "http", timeout=300)
     assert (done.returncode, done.stderr.strip()) == (
         2,
         "error: --port: 'http' is not a port number (0-65535)",
     )
-    done = bench("view", str(tmp_path), "--colour")
+    done = run_bench("view", str(tmp_path), "--colour", timeout=300)
     assert done.returncode == 2
     assert "unknown option '--colour'" in done.stderr
-    done = bench("view", str(tmp_path))
+    done = run_bench("view", str(tmp_path), timeout=300)
     assert done.returncode == 1
     assert len(done.stderr.strip().splitlines()) == 1
     assert "holds no results.jsonl" in done.stderr
@@ -144,7 +128,7 @@ def test_a_read_only_run_folder_names_out(tmp_path: Path) -> None:  # pragma: no
     run = write_run(tmp_path / "run", [line("t", 0, "pass")])
     run.chmod(0o555)
     try:
-        done = bench("view", str(run))
+        done = run_bench("view", str(run), timeout=300)
     finally:
         run.chmod(0o755)
     assert done.returncode == 1
@@ -178,7 +162,7 @@ def real_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         )
     )
     out = tmp_path_factory.mktemp("run")
-    done = bench(
+    done = run_bench(
         "terminalbench2",
         "evaluate",
         "--env.tasks_dir",
@@ -189,6 +173,7 @@ def real_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "oracle",
         "--env.unofficial",
         "true",
+        timeout=300,
     )
     assert (out / "summary.json").is_file(), done.stderr
     return out
@@ -196,7 +181,7 @@ def real_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def served(real_run: Path) -> Iterator[str]:
-    done = bench("view", str(real_run))
+    done = run_bench("view", str(real_run), timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"page: {(real_run / PAGE_NAME).resolve().as_uri()}"
     with RunServer(real_run) as server:
