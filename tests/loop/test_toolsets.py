@@ -82,3 +82,27 @@ def test_registry_rejects_two_tools_of_one_name() -> None:
     with pytest.raises(ValueError, match="two tools are named"):
         ToolSet([make("a"), make("a")])
     assert [t.name for t in ToolSet([make("a"), make("b")])] == ["a", "b"]
+
+
+def test_a_tool_is_filed_under_its_own_toolset_unless_told_otherwise() -> None:
+    reg = ToolRegistry()
+    shell = Tool("shell", "", OBJ, _noop, toolset="terminal")
+    reg.add(shell)
+    reg.add(make("notes"), toolset="file")
+    reg.add(Tool("grep", "", OBJ, _noop, toolset="terminal"), toolset="file")  # the argument wins
+    assert reg.toolsets == ["file", "terminal"]
+    assert reg.select(["terminal"]).names == ["shell"]
+    assert reg.select(["file"]).names == ["notes", "grep"]
+    assert shell.schema()["function"]["name"] == "shell"  # the toolset is not in the schema
+    with pytest.raises(ValueError, match="tool 'loose' names no toolset: pass add"):
+        reg.add(make("loose"))
+
+
+def test_an_invocation_outside_a_loop_needs_only_a_task_id() -> None:
+    call = ToolInvocation("task-1")
+    assert (call.task_id, call.turn, call.call_id, call.cancelled.is_set()) == (
+        "task-1",
+        0,
+        "",
+        False,
+    )

@@ -174,7 +174,7 @@ async def test_call_tool_runs_sandbox_tools_and_extra_tools(pool: SandboxPool) -
         return {"thread": threading.current_thread().name}
 
     extra = [
-        SandboxTool("custom", "c", {"type": "object"}, custom, "mine"),
+        SandboxTool("custom", "c", {"type": "object"}, custom, toolset="mine"),
         # A sync handler, as an agent loop's tool may have: run in a worker thread.
         type("SyncTool", (), {"name": "blocking", "handler": staticmethod(blocking)})(),
     ]
@@ -366,7 +366,7 @@ async def test_a_sync_call_from_the_helper_loop_fails_clearly(pool: SandboxPool)
     async def reenter(arguments: dict[str, Any], invocation: Any) -> Any:
         return ctx.terminal("echo nested")  # blocking call on the helper's own loop
 
-    ctx = ToolContext("t", pool, tools=[SandboxTool("reenter", "", {}, reenter, "x")])
+    ctx = ToolContext("t", pool, tools=[SandboxTool("reenter", "", {}, reenter, toolset="x")])
     answer = ctx.call_tool("reenter")
     assert "await the async twin instead" in answer["error"]
     ctx.cleanup()

@@ -78,30 +78,50 @@ def test_toolset_errors(pool: SandboxPool) -> None:
         sandbox_tools(pool, toolsets=["browser"])
 
 
-def test_wraps_into_a_hermes_loop_tool(pool: SandboxPool) -> None:
-    # hermes-sandbox does not import hermes-loop; the shapes line up so wrapping is trivial.
-    from hermes_loop import Tool
+def test_the_tools_are_hermes_loop_tools_that_the_loop_takes_as_they_are(
+    pool: SandboxPool,
+) -> None:
+    # One tool type: no wrapping between hermes-sandbox and the loop.
+    from hermes_loop import Tool, ToolRegistry, ToolSet
 
-    for tool in sandbox_tools(pool):
-        wrapped = Tool(tool.name, tool.description, tool.parameters, tool.handler)
-        assert wrapped.is_async
-        assert wrapped.schema() == tool.schema()
-    terminal = next(t for t in sandbox_tools(pool) if t.name == "terminal")
-    wrapped = Tool(terminal.name, terminal.description, terminal.parameters, terminal.handler)
-    assert wrapped.argument_errors({"command": "ls"}) == []
-    assert wrapped.argument_errors({}) != []
+    tools = sandbox_tools(pool)
+    assert SandboxTool is Tool
+    assert all(isinstance(tool, Tool) and tool.is_async for tool in tools)
+    assert {tool.name: tool.toolset for tool in tools} == {
+        "terminal": "terminal",
+        "read_file": "file",
+        "write_file": "file",
+        "search_files": "file",
+        "patch": "file",
+        "web_search": "web",
+        "web_extract": "web",
+    }
+    terminal = next(t for t in tools if t.name == "terminal")
+    assert terminal.argument_errors({"command": "ls"}) == []
+    assert terminal.argument_errors({}) != []
+    assert ToolSet(tools).names == [tool.name for tool in tools]
+    registry = ToolRegistry()
+    for tool in tools:
+        registry.add(tool)  # filed under the tool's own toolset
+    assert registry.select(["file"]).names == ["read_file", "write_file", "search_files", "patch"]
 
 
-def test_hermes_sandbox_does_not_depend_on_hermes_loop() -> None:
+def test_hermes_sandbox_uses_only_the_tool_type_of_hermes_loop() -> None:
+    # hermes-sandbox sits above hermes-loop but needs only its tool type, never the
+    # loop itself (its endpoints, the model server).
     import pathlib
     import re
 
     import hermes_sandbox
 
-    imports_loop = re.compile(r"^\s*(from|import)\s+hermes_loop\b", re.MULTILINE)
+    imports_loop = re.compile(r"^\s*(from|import)\s+(hermes_loop\S*)", re.MULTILINE)
     root = pathlib.Path(hermes_sandbox.__file__).parent
-    for source in root.rglob("*.py"):
-        assert not imports_loop.search(source.read_text()), source
+    used = {
+        m.group(2)
+        for source in root.rglob("*.py")
+        for m in imports_loop.finditer(source.read_text())
+    }
+    assert used == {"hermes_loop.tools"}
 
 
 # --- terminal -------------------------------------------------------------------------------

@@ -116,10 +116,7 @@ class HermesAgent:
 
     def tools(self, sandbox: Sandbox) -> list[Tool]:
         """The ``terminal`` and ``file`` tools bound to ``sandbox``."""
-        return [
-            Tool(tool.name, tool.description, tool.parameters, tool.handler)
-            for tool in sandbox_tools(SingleSandbox(sandbox), toolsets=AGENT_TOOLSETS)
-        ]
+        return sandbox_tools(SingleSandbox(sandbox), toolsets=AGENT_TOOLSETS)
 
     async def run(self, task: Task, sandbox: Sandbox, *, timeout: float) -> None:
         """Run the loop on the task's instruction until the model stops or its turns end.

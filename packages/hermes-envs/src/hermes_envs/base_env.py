@@ -88,7 +88,6 @@ from hermes_loop import (
     ChatServer,
     GenerateChatServer,
     OpenAIChatServer,
-    Tool,
     ToolRegistry,
     ToolSet,
 )
@@ -347,10 +346,7 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         """The tools rollouts may get, by toolset (override to add tools or distributions)."""
         registry = ToolRegistry()
         for tool in sandbox_tools(self.pool, toolsets=AGENT_TOOLSETS):
-            registry.add(
-                Tool(tool.name, tool.description, tool.parameters, tool.handler),
-                toolset=tool.toolset,
-            )
+            registry.add(tool)
         return registry
 
     def resolve_tools(self, item: Any) -> ToolSet:

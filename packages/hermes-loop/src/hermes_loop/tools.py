@@ -1,4 +1,9 @@
-"""``Tool``: a name, a description, a JSON schema for its parameters, and a handler."""
+"""``Tool``: a name, a description, a JSON schema for its parameters, and a handler.
+
+The one tool type of the workspace: hermes-sandbox builds its tools (terminal, files,
+web, browser) as ``Tool`` objects with their ``toolset``, which the loop takes as they
+are.
+"""
 
 from __future__ import annotations
 
@@ -24,12 +29,14 @@ class ToolInvocation:
     """What a handler is told about the call it is serving.
 
     ``cancelled`` is set when the call timed out or the rollout was cancelled; a
-    blocking handler that runs long should check it and return early.
+    blocking handler that runs long should check it and return early. ``turn`` and
+    ``call_id`` default to ``0`` and ``""`` for a call made outside a loop (reward code's
+    ``ToolContext.call_tool``).
     """
 
     task_id: str
-    turn: int
-    call_id: str
+    turn: int = 0
+    call_id: str = ""
     cancelled: threading.Event = field(default_factory=threading.Event)
 
 
@@ -49,6 +56,9 @@ class Tool:
             becomes the tool message: ``str`` as is, ``bytes`` decoded as UTF-8 (bad
             bytes replaced), ``None`` as empty, anything else as JSON.
         timeout: seconds before the call is abandoned; ``None`` uses the loop's default.
+        toolset: the group the tool belongs to (``terminal``, ``file``, ``web``,
+            ``browser`` for hermes-sandbox's tools; ``""`` for none), which
+            ``ToolRegistry.add`` files it under when given no other.
 
     Raises:
         ToolDefinitionError: (a ``ValueError``) at construction, if the name is invalid
@@ -60,6 +70,7 @@ class Tool:
     parameters: Mapping[str, Any]
     handler: Handler
     timeout: float | None = None
+    toolset: str = ""
     _validator: Draft202012Validator = field(init=False, repr=False, compare=False)
     _is_async: bool = field(init=False, repr=False, compare=False)
 

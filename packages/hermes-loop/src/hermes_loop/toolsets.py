@@ -75,13 +75,20 @@ class ToolRegistry:
         self._toolsets: dict[str, dict[str, Tool]] = {}
         self._distributions: dict[str, dict[str, float]] = {}
 
-    def add(self, tool: Tool, *, toolset: str) -> Tool:
-        """Put ``tool`` into ``toolset`` (created if new) and return it.
+    def add(self, tool: Tool, *, toolset: str | None = None) -> Tool:
+        """Put ``tool`` into ``toolset`` (default: the tool's own ``toolset``; created
+        if new) and return it.
 
         Raises:
             ToolDefinitionError: (a ``ValueError``) if a different tool of that name is
-                already in the registry.
+                already in the registry, or neither ``toolset`` nor ``tool.toolset``
+                names a toolset.
         """
+        toolset = toolset or tool.toolset
+        if not toolset:
+            raise ToolDefinitionError(
+                f"tool {tool.name!r} names no toolset: pass add(tool, toolset=...)"
+            )
         for name, tools in self._toolsets.items():
             existing = tools.get(tool.name)
             if existing is not None and existing is not tool:

@@ -56,7 +56,7 @@ from hermes_benchmarks.yc_bench.sim import (
 )
 from hermes_envs import EnvSetupError, HermesAgentBaseEnv, eval_only_settings
 from hermes_envs.config import local_endpoint
-from hermes_loop import AgentResult, Tool, ToolSet
+from hermes_loop import AgentResult, ToolSet
 from hermes_sandbox import (
     Sandbox,
     SandboxClosedError,
@@ -196,10 +196,7 @@ class YCBenchEvalEnv(HermesAgentBaseEnv):
             TrialInfraError: kind ``model_endpoint`` or ``agent_crash`` (the sandbox died).
         """
         enabled = self.config.enabled_toolsets or ["terminal"]
-        tools = ToolSet(
-            Tool(t.name, t.description, t.parameters, t.handler)
-            for t in sandbox_tools(SingleSandbox(sandbox), toolsets=enabled)
-        )
+        tools = ToolSet(sandbox_tools(SingleSandbox(sandbox), toolsets=enabled))
         async with self.agent_loop(tools) as loop:
             try:
                 result = await asyncio.wait_for(

@@ -1,9 +1,9 @@
 """Sandbox tools: OpenAI-style tools whose handlers act on a task's sandbox, the web or a
 browser, grouped in the toolsets ``terminal``, ``file``, ``web`` and ``browser``.
 
-``sandbox_tools(pool, ...)`` returns ``SandboxTool`` objects; an agent loop wraps each
-into its own tool type (same name, description, parameters and
-``handler(arguments, invocation)``) and keeps the ``toolset`` for grouping.
+``sandbox_tools(pool, ...)`` returns ``hermes_loop.Tool`` objects (``SandboxTool`` is the
+same type), each with its ``toolset``: an agent loop, a ``ToolSet`` or a
+``ToolRegistry`` takes them as they are.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from typing import Any, Self
 from hermes_sandbox.errors import BrowserPageError, BrowserUnavailableError
 from hermes_sandbox.teardown import finish
 from hermes_sandbox.tools.loopthread import LoopThread
-from hermes_sandbox.tools.spec import SandboxTool
+from hermes_sandbox.tools.spec import InvocationLike, SandboxTool
 from hermes_sandbox.tools.web import check_url, html_to_text
 
 __all__ = [
@@ -310,13 +310,17 @@ _SNAPSHOT_PARAMETERS: dict[str, Any] = {
 def browser_tools(browser: ChromiumBrowser) -> list[SandboxTool]:
     """The ``browser`` toolset over ``browser``: one page per task id."""
 
-    async def browser_navigate(arguments: dict[str, Any], invocation: Any) -> dict[str, Any]:
+    async def browser_navigate(
+        arguments: dict[str, Any], invocation: InvocationLike
+    ) -> dict[str, Any]:
         url = arguments.get("url")
         if not isinstance(url, str) or not url.strip():
             raise ValueError("'url' must be a non-empty string")
         return await browser.navigate(invocation.task_id, url)
 
-    async def browser_snapshot(arguments: dict[str, Any], invocation: Any) -> dict[str, Any]:
+    async def browser_snapshot(
+        arguments: dict[str, Any], invocation: InvocationLike
+    ) -> dict[str, Any]:
         return await browser.snapshot(invocation.task_id)
 
     return [
@@ -326,7 +330,7 @@ def browser_tools(browser: ChromiumBrowser) -> list[SandboxTool]:
             "returns the final URL, the title and the HTTP status.",
             _NAVIGATE_PARAMETERS,
             browser_navigate,
-            "browser",
+            toolset="browser",
         ),
         SandboxTool(
             "browser_snapshot",
@@ -334,6 +338,6 @@ def browser_tools(browser: ChromiumBrowser) -> list[SandboxTool]:
             "(headings, text, links with their URLs, buttons, form fields).",
             _SNAPSHOT_PARAMETERS,
             browser_snapshot,
-            "browser",
+            toolset="browser",
         ),
     ]

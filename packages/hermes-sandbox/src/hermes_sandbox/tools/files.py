@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from hermes_sandbox.base import Sandbox
 from hermes_sandbox.errors import SandboxError
-from hermes_sandbox.tools.spec import SandboxSource, SandboxTool
+from hermes_sandbox.tools.spec import InvocationLike, SandboxSource, SandboxTool
 
 __all__ = [
     "DEFAULT_READ_LIMIT",
@@ -518,7 +518,7 @@ def file_tools(pool: SandboxSource) -> list[SandboxTool]:
     """The ``file`` toolset over ``pool``'s sandboxes: ``read_file``, ``write_file``,
     ``search_files`` and ``patch``."""
 
-    async def read_file(arguments: dict[str, Any], invocation: Any) -> dict[str, Any]:
+    async def read_file(arguments: dict[str, Any], invocation: InvocationLike) -> dict[str, Any]:
         sandbox = await pool.get(invocation.task_id)
         return await read_lines(
             sandbox,
@@ -527,7 +527,7 @@ def file_tools(pool: SandboxSource) -> list[SandboxTool]:
             limit=arguments.get("limit", DEFAULT_READ_LIMIT),
         )
 
-    async def write_file(arguments: dict[str, Any], invocation: Any) -> dict[str, Any]:
+    async def write_file(arguments: dict[str, Any], invocation: InvocationLike) -> dict[str, Any]:
         path = _text_argument(arguments, "path")
         content = arguments.get("content")
         if not isinstance(content, str):
@@ -535,7 +535,7 @@ def file_tools(pool: SandboxSource) -> list[SandboxTool]:
         sandbox = await pool.get(invocation.task_id)
         return await write_text(sandbox, path, content)
 
-    async def search(arguments: dict[str, Any], invocation: Any) -> dict[str, Any]:
+    async def search(arguments: dict[str, Any], invocation: InvocationLike) -> dict[str, Any]:
         sandbox = await pool.get(invocation.task_id)
         found = await search_files(
             sandbox,
@@ -559,7 +559,7 @@ def file_tools(pool: SandboxSource) -> list[SandboxTool]:
             answer["warnings"] = "\n".join(found.warnings)
         return answer
 
-    async def patch(arguments: dict[str, Any], invocation: Any) -> dict[str, Any]:
+    async def patch(arguments: dict[str, Any], invocation: InvocationLike) -> dict[str, Any]:
         path = _text_argument(arguments, "path")
         sandbox = await pool.get(invocation.task_id)
         return await patch_file(
@@ -577,14 +577,14 @@ def file_tools(pool: SandboxSource) -> list[SandboxTool]:
             f"come in pages of {DEFAULT_READ_LIMIT} lines: pass offset/limit to see more.",
             _READ_PARAMETERS,
             read_file,
-            "file",
+            toolset="file",
         ),
         SandboxTool(
             "write_file",
             "Create or overwrite a file in your sandbox with the given content.",
             _WRITE_PARAMETERS,
             write_file,
-            "file",
+            toolset="file",
         ),
         SandboxTool(
             "search_files",
@@ -592,7 +592,7 @@ def file_tools(pool: SandboxSource) -> list[SandboxTool]:
             "available, else grep) and get matching lines as path:line:text.",
             _SEARCH_PARAMETERS,
             search,
-            "file",
+            toolset="file",
         ),
         SandboxTool(
             "patch",
@@ -601,7 +601,7 @@ def file_tools(pool: SandboxSource) -> list[SandboxTool]:
             "replace_all is true. Returns a diff of the change.",
             _PATCH_PARAMETERS,
             patch,
-            "file",
+            toolset="file",
         ),
     ]
 

@@ -1,22 +1,28 @@
-"""``SandboxTool``: one tool the model can call, bound to sandboxes, browsers or the web.
+"""The tool shape of the sandbox tools: hermes-loop's ``Tool``, and what a handler reads.
 
-The shape mirrors an agent loop's tool: a name, a description, a JSON schema of the
-arguments and an ``async`` handler ``handler(arguments, invocation)``, where
-``invocation.task_id`` names the rollout (and so the sandbox). Any object with a
-``task_id`` attribute will do as the invocation, so an agent loop can wrap each
-``SandboxTool`` in its own tool type without this package depending on it.
+Every sandbox tool is a ``hermes_loop.Tool`` (name, description, JSON schema of the
+arguments, ``async`` handler ``handler(arguments, invocation)``, ``toolset``): an agent
+loop takes it as it is. A handler reads only ``invocation.task_id`` (the rollout, and so
+the sandbox), so it is typed with :class:`InvocationLike`; the loop's
+``ToolInvocation`` is one, and so is any object with a ``task_id``.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
+from hermes_loop.tools import Tool, ToolInvocation
 from hermes_sandbox.base import Sandbox
 
 __all__ = ["Invocation", "InvocationLike", "SandboxSource", "SandboxTool", "ToolHandler"]
+
+#: The sandbox tools' type: hermes-loop's ``Tool`` (the name kept for earlier code).
+SandboxTool = Tool
+
+#: A call made outside an agent loop (``ToolContext.call_tool``): the loop's
+#: ``ToolInvocation`` (the name kept for earlier code).
+Invocation = ToolInvocation
 
 
 class InvocationLike(Protocol):
@@ -36,48 +42,7 @@ class SandboxSource(Protocol):
         ...
 
 
-ToolHandler = Callable[[dict[str, Any], Any], Awaitable[Any]]
-
-
-@dataclass(frozen=True, slots=True)
-class Invocation:
-    """A minimal invocation for calling a handler outside an agent loop
-    (``ToolContext.call_tool`` uses it)."""
-
-    task_id: str
-    turn: int = 0
-    call_id: str = ""
-    cancelled: threading.Event = field(default_factory=threading.Event)
-
-
-@dataclass(frozen=True, slots=True)
-class SandboxTool:
-    """A tool with an OpenAI function schema and an async handler.
-
-    Args:
-        name: the function name the model calls.
-        description: what the tool does, for the model.
-        parameters: JSON schema (type ``object``) of the arguments.
-        handler: ``async handler(arguments, invocation)``; reads ``invocation.task_id``.
-            It returns a JSON-serialisable value (a ``dict`` for every built-in tool) and
-            raises an exception with a readable message when the call cannot be done.
-        toolset: the group the tool belongs to (``terminal``, ``file``, ``web``,
-            ``browser``).
-    """
-
-    name: str
-    description: str
-    parameters: Mapping[str, Any]
-    handler: ToolHandler
-    toolset: str
-
-    def schema(self) -> dict[str, Any]:
-        """The OpenAI ``tools`` entry for this tool."""
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": dict(self.parameters),
-            },
-        }
+#: A sandbox tool's handler: ``async handler(arguments, invocation)`` returning a
+#: JSON-serialisable value (a ``dict`` for every built-in tool); it raises an exception
+#: with a readable message when the call cannot be done.
+ToolHandler = Callable[[dict[str, Any], InvocationLike], Awaitable[Any]]

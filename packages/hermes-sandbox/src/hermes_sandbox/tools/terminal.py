@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from hermes_sandbox.result import ExecResult
-from hermes_sandbox.tools.spec import SandboxSource, SandboxTool
+from hermes_sandbox.tools.spec import InvocationLike, SandboxSource, SandboxTool
 
 __all__ = ["TERMINAL_PARAMETERS", "terminal_result", "terminal_tools"]
 
@@ -53,7 +53,7 @@ def terminal_result(result: ExecResult, timeout: float | None) -> dict[str, Any]
 def terminal_tools(pool: SandboxSource) -> list[SandboxTool]:
     """The ``terminal`` toolset: one ``terminal`` tool over ``pool``'s sandboxes."""
 
-    async def terminal(arguments: dict[str, Any], invocation: Any) -> dict[str, Any]:
+    async def terminal(arguments: dict[str, Any], invocation: InvocationLike) -> dict[str, Any]:
         command = arguments.get("command")
         if not isinstance(command, str) or not command.strip():
             raise ValueError("'command' must be a non-empty string")
@@ -67,4 +67,6 @@ def terminal_tools(pool: SandboxSource) -> list[SandboxTool]:
         result = await sandbox.exec(command, timeout=limit)
         return terminal_result(result, limit)
 
-    return [SandboxTool("terminal", _DESCRIPTION, TERMINAL_PARAMETERS, terminal, "terminal")]
+    return [
+        SandboxTool("terminal", _DESCRIPTION, TERMINAL_PARAMETERS, terminal, toolset="terminal")
+    ]

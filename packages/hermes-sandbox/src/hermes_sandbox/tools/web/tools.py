@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from hermes_sandbox.tools.spec import SandboxTool
+from hermes_sandbox.tools.spec import InvocationLike, SandboxTool
 from hermes_sandbox.tools.web.direct import DirectWebProvider
 from hermes_sandbox.tools.web.pages import WebProvider
 
@@ -96,10 +96,10 @@ def web_tools(provider: WebProvider | None = None) -> list[SandboxTool]:
     (default a ``DirectWebProvider``: extraction works, search explains what to set)."""
     web = provider if provider is not None else DirectWebProvider()
 
-    async def web_search(arguments: dict[str, Any], invocation: Any) -> dict[str, Any]:
+    async def web_search(arguments: dict[str, Any], invocation: InvocationLike) -> dict[str, Any]:
         return await search_web(web, arguments.get("query", ""), arguments.get("max_results", 5))
 
-    async def web_extract(arguments: dict[str, Any], invocation: Any) -> dict[str, Any]:
+    async def web_extract(arguments: dict[str, Any], invocation: InvocationLike) -> dict[str, Any]:
         return await extract_web(web, arguments.get("urls") or [])
 
     return [
@@ -108,7 +108,7 @@ def web_tools(provider: WebProvider | None = None) -> list[SandboxTool]:
             "Search the web; returns titles, URLs and snippets of the top results.",
             _SEARCH_PARAMETERS,
             web_search,
-            "web",
+            toolset="web",
         ),
         SandboxTool(
             "web_extract",
@@ -116,6 +116,6 @@ def web_tools(provider: WebProvider | None = None) -> list[SandboxTool]:
             "markdown-like text, long pages cut).",
             _EXTRACT_PARAMETERS,
             web_extract,
-            "web",
+            toolset="web",
         ),
     ]
