@@ -24,16 +24,24 @@ import json
 import logging
 import os
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 
 from hermes_benchmarks.errors import AgentLoadError, TrialInfraError
 from hermes_benchmarks.record import current_record
 from hermes_benchmarks.task import Task
+from hermes_envs.agent_run import SANDBOX_FAILURES, InfraFailure, run_agent
 from hermes_loop import AgentLoop, AgentResult, OpenAIChatServer, RolloutProgress, Tool
 from hermes_loop.trajectory import atif_trajectory
-from hermes_sandbox import Sandbox, SandboxClosedError, sandbox_tools
+from hermes_sandbox import Sandbox, sandbox_tools
 
-__all__ = ["AGENT_TOOLSETS", "Agent", "HermesAgent", "SingleSandbox", "load_agent"]
+__all__ = [
+    "AGENT_TOOLSETS",
+    "Agent",
+    "HermesAgent",
+    "SingleSandbox",
+    "load_agent",
+    "trial_infra_error",
+]
 
 log = logging.getLogger(__name__)
 
@@ -119,11 +127,13 @@ class HermesAgent:
         return sandbox_tools(SingleSandbox(sandbox), toolsets=AGENT_TOOLSETS)
 
     async def run(self, task: Task, sandbox: Sandbox, *, timeout: float) -> None:
-        """Run the loop on the task's instruction until the model stops or its turns end.
+        """Run the loop on the task's instruction until the model stops or its turns end
+        (``run_agent``, as every agent run).
 
         Raises:
             TrialInfraError: kind ``model_endpoint`` when the endpoint failed after its
-                retries (or a tool's infrastructure failed): not the model's 0.
+                retries, ``agent_crash`` when a tool's infrastructure failed (see
+                :func:`trial_infra_error`): not the model's 0.
         """
         endpoint = OpenAIChatServer(
             base_url=self.base_url,
@@ -143,11 +153,13 @@ class HermesAgent:
                 extra_body=self.extra_body,
                 tool_timeout=timeout,
                 system_prompt=self.system_prompt,
-                infra_exceptions=(SandboxClosedError,),
+                infra_exceptions=SANDBOX_FAILURES,
             ) as loop:
-                result = await loop.run(
+                run = await run_agent(
+                    loop,
                     [{"role": "user", "content": task.instruction}],
                     task_id=sandbox.task_id,
+                    sandboxes=SingleSandbox(sandbox),
                     progress=progress,
                 )
         except asyncio.CancelledError:  # the trial's timeout: keep the rollout so far
@@ -156,17 +168,10 @@ class HermesAgent:
             raise
         finally:
             await endpoint.aclose()
-        await self._keep(result, tools)
-        if result.stop_reason == "infra_error" and result.infra_error is not None:
-            failure = result.infra_error
-            if failure.kind in ("tool_infra", "tool_not_started"):
-                raise TrialInfraError(
-                    "agent_crash",
-                    f"a tool's infrastructure failed ({failure.kind}): {failure.message}",
-                )
-            raise TrialInfraError(
-                "model_endpoint", f"the model endpoint failed ({failure.kind}): {failure.message}"
-            )
+        if run.result is not None:
+            await self._keep(run.result, tools)
+        if run.failure is not None:
+            raise trial_infra_error(run.failure)
 
     def secrets(self) -> list[str]:
         """The API key this agent sends (never written into a trial's record)."""
@@ -198,6 +203,31 @@ class HermesAgent:
                 await record.awrite_text("agent/output.txt", "\n".join(printed))
         except OSError as error:
             log.warning("could not keep the agent's conversation in %s: %s", record.folder, error)
+
+
+#: The trial error kind (``hermes_benchmarks.results.ErrorKind``) of each stage of an
+#: agent run's infrastructure failure (``hermes_envs.agent_run.InfraStage``): a tool
+#: that found its sandbox gone is an ``agent_crash``, which the trial runner then
+#: attributes to the agent (scored) when the sandbox was stopped from inside.
+_TRIAL_KINDS: Final[dict[str, tuple[str, str]]] = {
+    "sandbox_start": ("sandbox_start", "the sandbox would not start"),
+    "model_endpoint": ("model_endpoint", "the model endpoint failed"),
+    "sandbox_lost": ("agent_crash", "a tool's infrastructure failed under the agent"),
+}
+
+
+def trial_infra_error(failure: InfraFailure) -> TrialInfraError:
+    """The trial's error for an agent run's infrastructure failure: its kind from the
+    failure's stage (``sandbox_lost`` is ``agent_crash``), its message the failure's.
+
+    Raises:
+        ValueError: the stage is not one an agent run ends on.
+    """
+    try:
+        kind, what = _TRIAL_KINDS[failure.stage]
+    except KeyError:
+        raise ValueError(f"{failure.stage!r} is not a stage an agent run ends on") from None
+    return TrialInfraError(kind, f"{what} ({failure.message})")
 
 
 def _printed(content: Any) -> str:

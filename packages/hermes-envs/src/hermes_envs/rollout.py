@@ -1,6 +1,7 @@
-"""One rollout: a sandbox for its task id, the agent loop, the reward, the sandbox closed.
+"""One rollout: a sandbox for its task id, the agent run, the reward, the sandbox closed.
 
-Whatever breaks outside the model (the sandbox would not start or died, the model
+The agent runs through ``hermes_envs.agent_run.run_agent`` (as hermes-bench's agents
+do): whatever breaks outside the model (the sandbox would not start or died, the model
 endpoint failed after its retries) becomes an ``InfraFailure``: recorded, retried by the
 caller, never scored as the model's 0. Reward code that raises (or returns no number) is
 the environment's bug: a ``RewardError``, never retried and never scored
@@ -15,6 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hermes_envs.agent_run import InfraFailure, describe, run_agent
 from hermes_envs.reward_errors import RewardError
 from hermes_loop import AgentLoop, AgentResult
 from hermes_sandbox import SandboxError, SandboxPool, ToolContext
@@ -22,25 +24,6 @@ from hermes_sandbox import SandboxError, SandboxPool, ToolContext
 __all__ = ["InfraFailure", "RewardFunction", "RolloutOutcome", "run_rollout"]
 
 RewardFunction = Callable[[AgentResult, ToolContext], "Awaitable[float] | float"]
-
-
-@dataclass(frozen=True, slots=True)
-class InfraFailure:
-    """Why a rollout could not be scored.
-
-    ``stage`` is ``sandbox_start`` (the sandbox would not start), ``model_endpoint``
-    (``stop_reason == "infra_error"``), ``sandbox_lost`` (the sandbox closed before or
-    while the reward looked at it) or ``collect_trajectory`` (an environment's own
-    ``collect_trajectory`` returned no scored item).
-    """
-
-    task_id: str
-    stage: str
-    message: str
-
-    def to_dict(self) -> dict[str, str]:
-        """A JSON-ready dict."""
-        return {"task_id": self.task_id, "stage": self.stage, "message": self.message}
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,10 +43,6 @@ class RolloutOutcome:
         return self.failure is None and self.reward_error is None
 
 
-def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-
-
 async def run_rollout(
     messages: Sequence[Mapping[str, Any]],
     *,
@@ -72,7 +51,7 @@ async def run_rollout(
     task_id: str,
     reward: RewardFunction,
 ) -> RolloutOutcome:
-    """Run one rollout in its own sandbox and score it.
+    """Run one rollout in its own sandbox (``run_agent``) and score it.
 
     The sandbox is started before the first model call, handed to the reward through a
     ``ToolContext`` on the same task id, and released afterwards however the rollout
@@ -86,21 +65,14 @@ async def run_rollout(
         return RolloutOutcome(task_id, result, None, InfraFailure(task_id, stage, message))
 
     try:
-        try:
-            await pool.get(task_id)
-        except SandboxError as exc:
-            return failed("sandbox_start", _describe(exc))
-        result = await loop.run(messages, task_id=task_id)
-        if result.stop_reason == "infra_error":
-            error = result.infra_error
-            text = f"{error.kind}: {error.message}" if error else "the model endpoint failed"
-            # A tool that found its sandbox gone (kind tool_infra) is the sandbox's failure.
-            stage = "sandbox_lost" if error and error.kind == "tool_infra" else "model_endpoint"
-            return failed(stage, text, result)
+        run = await run_agent(loop, messages, task_id=task_id, sandboxes=pool)
+        result = run.result
+        if run.failure is not None or result is None:
+            return RolloutOutcome(task_id, result, None, run.failure)
         try:
             await pool.get(task_id, recreate=False)
         except SandboxError as exc:
-            return failed("sandbox_lost", _describe(exc), result)
+            return failed("sandbox_lost", describe(exc), result)
         ctx = ToolContext(task_id, pool)
         try:
             value = reward(result, ctx)
@@ -111,7 +83,7 @@ async def run_rollout(
                 return RolloutOutcome(task_id, result, reward_error=RewardError(task_id, wrong))
             return RolloutOutcome(task_id, result, float(value))
         except SandboxError as exc:
-            return failed("sandbox_lost", _describe(exc), result)
+            return failed("sandbox_lost", describe(exc), result)
         except Exception as exc:
             return RolloutOutcome(task_id, result, reward_error=RewardError(task_id, exc))
         finally:

@@ -34,7 +34,7 @@ from typing import Any
 from atroposlib.envs.server_handling.server_manager import APIServerConfig
 from rich.console import Console
 
-from hermes_benchmarks.agents import SingleSandbox
+from hermes_benchmarks.agents import SingleSandbox, trial_infra_error
 from hermes_benchmarks.errors import HermesBenchmarksError, ResultsFileError, TrialInfraError
 from hermes_benchmarks.results import Attempt, TrialStatus, infra_attempt
 from hermes_benchmarks.run import SUMMARY_FILE, open_results, run_jobs
@@ -55,6 +55,7 @@ from hermes_benchmarks.yc_bench.sim import (
     start_simulation,
 )
 from hermes_envs import EnvSetupError, HermesAgentBaseEnv, eval_only_settings
+from hermes_envs.agent_run import run_agent
 from hermes_envs.config import local_endpoint
 from hermes_loop import AgentResult, ToolSet
 from hermes_sandbox import (
@@ -190,31 +191,29 @@ class YCBenchEvalEnv(HermesAgentBaseEnv):
     async def _play(
         self, sandbox: Sandbox, item: dict[str, Any]
     ) -> tuple[AgentResult | None, bool]:
-        """The agent's turn; ``(result, timed_out)`` (no result when it timed out).
+        """The agent's turn (``run_agent``, as every agent run); ``(result, timed_out)``
+        (no result when it timed out).
 
         Raises:
-            TrialInfraError: kind ``model_endpoint`` or ``agent_crash`` (the sandbox died).
+            TrialInfraError: kind ``model_endpoint`` or ``agent_crash`` (the sandbox died
+                under a tool), as :func:`~hermes_benchmarks.agents.trial_infra_error`.
         """
         enabled = self.config.enabled_toolsets or ["terminal"]
-        tools = ToolSet(sandbox_tools(SingleSandbox(sandbox), toolsets=enabled))
+        source = SingleSandbox(sandbox)
+        tools = ToolSet(sandbox_tools(source, toolsets=enabled))
         async with self.agent_loop(tools) as loop:
-            try:
-                result = await asyncio.wait_for(
-                    loop.run(self.build_messages(item), task_id=sandbox.task_id),
-                    timeout=self.config.run_timeout,
-                )
-            except TimeoutError:
-                return None, True
-        failure = result.infra_error
-        if result.stop_reason == "infra_error" and failure is not None:
-            if failure.kind in ("tool_infra", "tool_not_started"):
-                raise TrialInfraError(
-                    "agent_crash", f"the sandbox failed under the agent: {failure.message}"
-                )
-            raise TrialInfraError(
-                "model_endpoint", f"the model endpoint failed ({failure.kind}): {failure.message}"
+            run = await run_agent(
+                loop,
+                self.build_messages(item),
+                task_id=sandbox.task_id,
+                sandboxes=source,
+                time_limit=self.config.run_timeout,
             )
-        return result, False
+        if run.timed_out:
+            return None, True
+        if run.failure is not None:
+            raise trial_infra_error(run.failure)
+        return run.result, False
 
     async def _attempt(self, item: dict[str, Any], number: int) -> tuple[Attempt, dict[str, Any]]:
         cfg = self.config
