@@ -44,6 +44,7 @@ def test_the_public_names_are_pinned() -> None:
         "ToolError",
         "ToolInfrastructureError",
         "ToolInvocation",
+        "ToolLike",
         "ToolOutcome",
         "ToolRegistry",
         "ToolRunner",

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from hermes_loop import Tool, ToolInvocation, ToolRegistry, ToolSet, UnknownToolsetError
+from hermes_loop import (
+    Tool,
+    ToolInvocation,
+    ToolLike,
+    ToolRegistry,
+    ToolSet,
+    UnknownToolsetError,
+)
 
 OBJ: dict[str, Any] = {"type": "object", "properties": {}}
 
@@ -98,11 +107,50 @@ def test_a_tool_is_filed_under_its_own_toolset_unless_told_otherwise() -> None:
         reg.add(make("loose"))
 
 
-def test_an_invocation_outside_a_loop_needs_only_a_task_id() -> None:
-    call = ToolInvocation("task-1")
-    assert (call.task_id, call.turn, call.call_id, call.cancelled.is_set()) == (
-        "task-1",
-        0,
-        "",
-        False,
-    )
+@dataclass
+class OwnTool:
+    """A caller's own tool class: the ``ToolLike`` shape, no ``Tool`` behind it (mutable,
+    so a test can spoil it after a registry took it)."""
+
+    name: str
+    parameters: Mapping[str, Any]
+    description: str = ""
+    handler: Callable[[dict[str, Any], Any], str] = _noop
+    timeout: float | None = None
+    toolset: str = "own"
+
+    def schema(self) -> dict[str, Any]:
+        return {"type": "function", "function": {"name": self.name, "strict": True}}
+
+
+def test_any_tool_like_object_is_kept_as_it_is() -> None:
+    own = OwnTool("own", OBJ)
+    shaped: ToolLike = own  # mypy: the protocol is met without importing anything
+    toolset = ToolSet([shaped, make("made")])
+    assert toolset.get("own") is own
+    assert toolset.schemas()[0] == own.schema()  # the tool's own schema() is sent
+    reg = ToolRegistry()
+    added: OwnTool = reg.add(own)  # the type given comes back
+    assert added is own
+    assert reg.select(["own"]).get("own") is own
+
+
+def test_a_tool_like_object_is_checked_when_a_toolset_or_registry_takes_it() -> None:
+    for bad, error in [
+        (OwnTool("bad name", OBJ), "tool name 'bad name' is invalid"),
+        (OwnTool("x", {"type": "string"}), "parameters must be a JSON schema of type object"),
+        (OwnTool("x", {"type": "object", "properties": {"a": {"type": 5}}}), "invalid param"),
+    ]:
+        with pytest.raises(ValueError, match=error):
+            ToolSet([bad])
+        with pytest.raises(ValueError, match=error):
+            ToolRegistry().add(bad)
+
+
+def test_a_registry_does_not_check_its_tools_again_for_each_selection() -> None:
+    reg = ToolRegistry()
+    own = reg.add(OwnTool("own", OBJ))
+    own.parameters = {"type": "string"}  # spoiled after the check, to see none is redone
+    assert reg.select().get("own") is own
+    with pytest.raises(ValueError, match="type object"):
+        ToolSet([own])

@@ -78,15 +78,22 @@ def test_toolset_errors(pool: SandboxPool) -> None:
         sandbox_tools(pool, toolsets=["browser"])
 
 
-def test_the_tools_are_hermes_loop_tools_that_the_loop_takes_as_they_are(
-    pool: SandboxPool,
-) -> None:
-    # One tool type: no wrapping between hermes-sandbox and the loop.
-    from hermes_loop import Tool, ToolRegistry, ToolSet
+def test_the_loop_takes_sandbox_tools_as_they_are(pool: SandboxPool) -> None:
+    # One tool shape: hermes-loop accepts any ToolLike, and a SandboxTool is one (mypy
+    # checks the protocol here), so nothing converts between the two packages.
+    from hermes_loop import ToolLike, ToolRegistry, ToolSet
 
     tools = sandbox_tools(pool)
-    assert SandboxTool is Tool
-    assert all(isinstance(tool, Tool) and tool.is_async for tool in tools)
+    shaped: list[ToolLike] = list(tools)
+    toolset = ToolSet(tools)
+    assert [toolset.get(tool.name) for tool in tools] == shaped
+    assert all(toolset.get(tool.name) is tool for tool in tools)
+    assert toolset.schemas() == [tool.schema() for tool in tools]
+    registry = ToolRegistry()
+    for tool in tools:
+        added: SandboxTool = registry.add(tool)  # filed under the tool's own toolset
+        assert added is tool
+    assert registry.select(["file"]).names == ["read_file", "write_file", "search_files", "patch"]
     assert {tool.name: tool.toolset for tool in tools} == {
         "terminal": "terminal",
         "read_file": "file",
@@ -96,32 +103,46 @@ def test_the_tools_are_hermes_loop_tools_that_the_loop_takes_as_they_are(
         "web_search": "web",
         "web_extract": "web",
     }
-    terminal = next(t for t in tools if t.name == "terminal")
-    assert terminal.argument_errors({"command": "ls"}) == []
-    assert terminal.argument_errors({}) != []
-    assert ToolSet(tools).names == [tool.name for tool in tools]
-    registry = ToolRegistry()
-    for tool in tools:
-        registry.add(tool)  # filed under the tool's own toolset
-    assert registry.select(["file"]).names == ["read_file", "write_file", "search_files", "patch"]
+    assert {tool.timeout for tool in tools} == {None}  # the loop's default applies
 
 
-def test_hermes_sandbox_uses_only_the_tool_type_of_hermes_loop() -> None:
-    # hermes-sandbox sits above hermes-loop but needs only its tool type, never the
-    # loop itself (its endpoints, the model server).
+async def test_the_loop_runs_a_sandbox_tool_and_checks_its_arguments(pool: SandboxPool) -> None:
+    from hermes_loop import AgentLoop, OpenAIChatServer
+    from hermes_loop.server import Call, ModelServer, Script, Turn
+
+    calls = [Call("terminal", {"command": "echo from-the-loop"}), Call("terminal", {"cmd": 1})]
+    script = Script([Turn(tool_calls=calls), Turn("done")])
+    async with ModelServer(script) as server:
+        endpoint = OpenAIChatServer(
+            base_url=server.base_url, model="scripted", max_retries=0, timeout=30
+        )
+        try:
+            async with AgentLoop(endpoint, sandbox_tools(pool, toolsets=["terminal"])) as loop:
+                result = await loop.run([{"role": "user", "content": "go"}], task_id="looped")
+        finally:
+            await endpoint.aclose()
+    assert result.final_response == "done"
+    assert "from-the-loop" in json.loads(result.messages[2]["content"])["output"]
+    # The loop checked the SandboxTool's arguments against its parameters schema.
+    assert [error.kind for error in result.tool_errors] == ["invalid_arguments"]
+    assert "do not match its schema" in result.messages[3]["content"]
+
+
+def test_hermes_sandbox_does_not_depend_on_hermes_loop() -> None:
+    import importlib.metadata
     import pathlib
     import re
 
     import hermes_sandbox
 
-    imports_loop = re.compile(r"^\s*(from|import)\s+(hermes_loop\S*)", re.MULTILINE)
+    imports_loop = re.compile(r"^\s*(from|import)\s+hermes_loop\b", re.MULTILINE)
     root = pathlib.Path(hermes_sandbox.__file__).parent
-    used = {
-        m.group(2)
-        for source in root.rglob("*.py")
-        for m in imports_loop.finditer(source.read_text())
-    }
-    assert used == {"hermes_loop.tools"}
+    for source in root.rglob("*.py"):
+        assert not imports_loop.search(source.read_text()), source
+    # Nor on anything else: every requirement belongs to an extra.
+    requires = importlib.metadata.requires("hermes-sandbox") or []
+    assert requires
+    assert [r for r in requires if "extra ==" not in r] == []
 
 
 # --- terminal -------------------------------------------------------------------------------

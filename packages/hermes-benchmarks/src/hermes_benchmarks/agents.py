@@ -30,7 +30,7 @@ from hermes_benchmarks.errors import AgentLoadError, TrialInfraError
 from hermes_benchmarks.record import current_record
 from hermes_benchmarks.task import Task
 from hermes_envs.agent_run import SANDBOX_FAILURES, InfraFailure, run_agent
-from hermes_loop import AgentLoop, AgentResult, OpenAIChatServer, RolloutProgress, Tool
+from hermes_loop import AgentLoop, AgentResult, OpenAIChatServer, RolloutProgress, ToolLike
 from hermes_loop.trajectory import atif_trajectory
 from hermes_sandbox import Sandbox, sandbox_tools
 
@@ -122,8 +122,9 @@ class HermesAgent:
         self.system_prompt = system_prompt
         self.extra_body = extra_body
 
-    def tools(self, sandbox: Sandbox) -> list[Tool]:
-        """The ``terminal`` and ``file`` tools bound to ``sandbox``."""
+    def tools(self, sandbox: Sandbox) -> Sequence[ToolLike]:
+        """The ``terminal`` and ``file`` tools bound to ``sandbox`` (hermes-sandbox's
+        ``SandboxTool`` objects, which the loop takes as they are)."""
         return sandbox_tools(SingleSandbox(sandbox), toolsets=AGENT_TOOLSETS)
 
     async def run(self, task: Task, sandbox: Sandbox, *, timeout: float) -> None:
@@ -178,7 +179,7 @@ class HermesAgent:
         key = self.api_key or os.environ.get(self.api_key_env)
         return [key] if key else []
 
-    async def _keep(self, result: AgentResult, tools: Sequence[Tool]) -> None:
+    async def _keep(self, result: AgentResult, tools: Sequence[ToolLike]) -> None:
         """Write the rollout into the trial's record (when the run keeps one) as harbor's
         ATIF trajectory and as our own result; a failure to write is logged, not raised."""
         record = current_record()

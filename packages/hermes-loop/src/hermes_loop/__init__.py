@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from hermes_loop.loop import AgentLoop, HermesAgentLoop
     from hermes_loop.result import AgentResult, InfraError, RolloutProgress, ToolError, TurnRecord
     from hermes_loop.scope import LoopScope, bind_loop_scope, current_loop_scope
-    from hermes_loop.tools import Tool, ToolInvocation
+    from hermes_loop.tools import Tool, ToolInvocation, ToolLike
     from hermes_loop.toolsets import ToolRegistry, ToolSet, UnknownToolsetError
     from hermes_loop.trajectory import atif_trajectory
 
@@ -57,6 +57,7 @@ __all__ = [
     "ToolError",
     "ToolInfrastructureError",
     "ToolInvocation",
+    "ToolLike",
     "ToolOutcome",
     "ToolRegistry",
     "ToolRunner",
@@ -93,6 +94,7 @@ _LAZY = {
     "ToolError": "hermes_loop.result",
     "ToolInfrastructureError": "hermes_loop.errors",
     "ToolInvocation": "hermes_loop.tools",
+    "ToolLike": "hermes_loop.tools",
     "ToolOutcome": "hermes_loop.dispatch",
     "ToolRegistry": "hermes_loop.toolsets",
     "ToolRunner": "hermes_loop.dispatch",

@@ -17,7 +17,7 @@ from hermes_loop.errors import HermesLoopError, ToolInfrastructureError
 from hermes_loop.handler_pool import HandlerThreadPool
 from hermes_loop.output import cap_output, to_text
 from hermes_loop.result import ToolError, ToolErrorKind
-from hermes_loop.tools import Tool, ToolInvocation
+from hermes_loop.tools import ToolCheck, ToolInvocation, ToolLike
 from hermes_loop.toolsets import ToolSet
 
 __all__ = ["ToolInfrastructureError", "ToolNotStartedError", "ToolOutcome", "ToolRunner"]
@@ -74,6 +74,7 @@ class ToolRunner:
             *infra_exceptions,
         )
         self._tools = tools
+        self._checks: dict[str, ToolCheck] = {}  # by tool name, made at its first call
         self._executor = executor
         self._concurrency = concurrency
         self._timeout = timeout
@@ -134,7 +135,10 @@ class ToolRunner:
                 "invalid_arguments",
                 f"arguments to {name!r} are not a JSON object: {raw_text[:200]!r}",
             )
-        problems = tool.argument_errors(arguments)
+        check = self._checks.get(name)
+        if check is None:
+            check = self._checks[name] = ToolCheck(tool)
+        problems = check.argument_errors(arguments)
         if problems:
             return failed(
                 "invalid_arguments",
@@ -143,7 +147,7 @@ class ToolRunner:
         invocation = ToolInvocation(task_id, turn, call_id)
         timeout = tool.timeout if tool.timeout is not None else self._timeout
         try:
-            if tool.is_async:
+            if check.is_async:
                 async with asyncio.timeout(timeout):
                     value = await tool.handler(arguments, invocation)
             else:
@@ -169,7 +173,11 @@ class ToolRunner:
         return ToolOutcome(self._message(call_id, name, text), None)
 
     async def _call_blocking(
-        self, tool: Tool, arguments: dict[str, Any], invocation: ToolInvocation, timeout: float
+        self,
+        tool: ToolLike,
+        arguments: dict[str, Any],
+        invocation: ToolInvocation,
+        timeout: float,
     ) -> Any:
         """Run a plain-function handler in the executor: wait for a thread, then run.
 

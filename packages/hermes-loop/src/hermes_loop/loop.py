@@ -22,7 +22,7 @@ from hermes_loop.result import (
     TurnRecord,
 )
 from hermes_loop.scope import LoopScope, current_loop_scope
-from hermes_loop.tools import Tool
+from hermes_loop.tools import Tool, ToolLike
 from hermes_loop.toolsets import ToolSet
 
 __all__ = ["AgentLoop", "HermesAgentLoop"]
@@ -44,11 +44,12 @@ class AgentLoop:
     Args:
         server: a ``ChatServer`` (``OpenAIChatServer`` for Phase 1,
             ``GenerateChatServer`` for Phase 2 with token-level ``managed_state``).
-        tools: the ``ToolSet`` (or tools) this rollout may call.
+        tools: the ``ToolSet`` (or tools: any ``ToolLike``, e.g. ``Tool`` or
+            hermes-sandbox's ``SandboxTool``, taken as they are) this rollout may call.
         max_turns: most model calls per rollout.
         temperature, max_tokens, extra_body: sampling settings for every call.
         tool_concurrency: most calls of one turn running at once.
-        tool_timeout: default seconds per tool call (a ``Tool`` may set its own).
+        tool_timeout: default seconds per tool call (a tool may set its own ``timeout``).
         max_tool_output_chars: longer outputs are cut, with a visible marker.
         executor: thread pool for blocking handlers; by default the loop makes a
             ``HandlerThreadPool`` of ``tool_pool_size`` daemon threads (never joined at
@@ -68,7 +69,7 @@ class AgentLoop:
     def __init__(
         self,
         server: ChatServer,
-        tools: ToolSet | Iterable[Tool] = (),
+        tools: ToolSet | Iterable[ToolLike] = (),
         *,
         max_turns: int = 30,
         temperature: float | None = 1.0,
@@ -228,7 +229,7 @@ class HermesAgentLoop(AgentLoop):
     def __init__(
         self,
         server: Any = None,
-        tools: ToolSet | Iterable[Tool] = (),
+        tools: ToolSet | Iterable[ToolLike] = (),
         *,
         tool_schemas: Sequence[Mapping[str, Any]] | None = None,
         valid_tool_names: Iterable[str] | None = None,
@@ -270,7 +271,7 @@ class HermesAgentLoop(AgentLoop):
 def _tools_from_schemas(
     schemas: Sequence[Mapping[str, Any]],
     valid_names: Iterable[str] | None,
-    given: ToolSet | Iterable[Tool],
+    given: ToolSet | Iterable[ToolLike],
     scope: LoopScope | None,
 ) -> list[Tool]:
     """The tools behind OpenAI ``schemas``: each one's handler from ``given`` or the
@@ -280,7 +281,7 @@ def _tools_from_schemas(
         ToolDefinitionError: for a malformed schema or a name with no handler.
     """
     own = {tool.name: tool for tool in given}
-    known: Mapping[str, Tool] = scope.tools if scope is not None else {}
+    known: Mapping[str, ToolLike] = scope.tools if scope is not None else {}
     allowed = set(valid_names) if valid_names is not None else None
     tools = []
     for schema in schemas:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes_loop.endpoints.base import ChatServer
-from hermes_loop.tools import Tool
+from hermes_loop.tools import ToolLike
 
 __all__ = ["LoopScope", "bind_loop_scope", "current_loop_scope"]
 
@@ -38,7 +38,7 @@ class LoopScope:
     """
 
     server: ChatServer
-    tools: Mapping[str, Tool]
+    tools: Mapping[str, ToolLike]
     options: Mapping[str, Any] = field(default_factory=dict)
 
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from hermes_loop.errors import HermesLoopError, ToolDefinitionError
-from hermes_loop.tools import Tool
+from hermes_loop.tools import Tool, ToolLike, check_tool
 
 __all__ = ["ToolRegistry", "ToolSet", "UnknownToolsetError"]
+
+T = TypeVar("T", bound=ToolLike)
 
 
 class UnknownToolsetError(HermesLoopError, KeyError):
@@ -27,19 +29,28 @@ class UnknownToolsetError(HermesLoopError, KeyError):
 
 
 class ToolSet:
-    """The tools one rollout may call, by name, in a stable order."""
+    """The tools one rollout may call, by name, in a stable order.
+
+    It holds the tools it is given (any ``ToolLike``: ``Tool``, hermes-sandbox's
+    ``SandboxTool``, ...) as they are.
+    """
 
     __slots__ = ("_tools",)
 
-    def __init__(self, tools: Iterable[Tool] = ()) -> None:
-        """Raises ``ToolDefinitionError`` (a ``ValueError``) if two tools share a name."""
-        self._tools: dict[str, Tool] = {}
-        for tool in tools:
-            if tool.name in self._tools:
-                raise ToolDefinitionError(f"two tools are named {tool.name!r}")
-            self._tools[tool.name] = tool
+    def __init__(self, tools: Iterable[ToolLike] = ()) -> None:
+        """Raises ``ToolDefinitionError`` (a ``ValueError``) if two tools share a name, or
+        a tool that is not a ``Tool`` (checked when built) has an invalid name or
+        parameters schema (``check_tool``)."""
+        self._tools = _by_name(tools, checked=False)
 
-    def __iter__(self) -> Iterator[Tool]:
+    @classmethod
+    def _of_checked(cls, tools: Iterable[ToolLike]) -> ToolSet:
+        """A ``ToolSet`` of tools already checked (a registry's), without checking again."""
+        made = cls.__new__(cls)
+        made._tools = _by_name(tools, checked=True)
+        return made
+
+    def __iter__(self) -> Iterator[ToolLike]:
         return iter(self._tools.values())
 
     def __len__(self) -> int:
@@ -48,7 +59,7 @@ class ToolSet:
     def __contains__(self, name: object) -> bool:
         return name in self._tools
 
-    def get(self, name: str) -> Tool | None:
+    def get(self, name: str) -> ToolLike | None:
         """The tool called ``name``, or ``None``."""
         return self._tools.get(name)
 
@@ -72,17 +83,18 @@ class ToolRegistry:
     """
 
     def __init__(self) -> None:
-        self._toolsets: dict[str, dict[str, Tool]] = {}
+        self._toolsets: dict[str, dict[str, ToolLike]] = {}
         self._distributions: dict[str, dict[str, float]] = {}
 
-    def add(self, tool: Tool, *, toolset: str | None = None) -> Tool:
-        """Put ``tool`` into ``toolset`` (default: the tool's own ``toolset``; created
-        if new) and return it.
+    def add(self, tool: T, *, toolset: str | None = None) -> T:
+        """Put ``tool`` (any ``ToolLike``, kept as it is) into ``toolset`` (default: the
+        tool's own ``toolset``; created if new) and return it.
 
         Raises:
             ToolDefinitionError: (a ``ValueError``) if a different tool of that name is
-                already in the registry, or neither ``toolset`` nor ``tool.toolset``
-                names a toolset.
+                already in the registry, neither ``toolset`` nor ``tool.toolset`` names a
+                toolset, or the tool's name or parameters schema is invalid
+                (``check_tool``).
         """
         toolset = toolset or tool.toolset
         if not toolset:
@@ -95,6 +107,8 @@ class ToolRegistry:
                 raise ToolDefinitionError(
                     f"a different tool named {tool.name!r} is in toolset {name!r}"
                 )
+        if not isinstance(tool, Tool):  # a Tool checked itself when built
+            check_tool(tool)
         self._toolsets.setdefault(toolset, {})[tool.name] = tool
         return tool
 
@@ -151,12 +165,12 @@ class ToolRegistry:
             drawn = self._draw(weights, seed)
             chosen = [name for name in chosen if name in drawn]
         blocked = set(disabled or ())
-        tools: dict[str, Tool] = {}
+        tools: dict[str, ToolLike] = {}
         for name in chosen:
             if name not in blocked:
                 for tool in self._toolsets[name].values():
                     tools.setdefault(tool.name, tool)
-        return ToolSet(tools.values())
+        return ToolSet._of_checked(tools.values())
 
     @staticmethod
     def _draw(weights: Mapping[str, float], seed: int | str | None) -> set[str]:
@@ -165,3 +179,20 @@ class ToolRegistry:
         if not drawn and weights:
             drawn = {max(sorted(weights), key=lambda name: weights[name])}
         return drawn
+
+
+def _by_name(tools: Iterable[ToolLike], *, checked: bool) -> dict[str, ToolLike]:
+    """``tools`` by name, in order; each one not ``checked`` before and not a ``Tool``
+    (which checked itself when built) goes through ``check_tool``.
+
+    Raises:
+        ToolDefinitionError: two tools share a name, or ``check_tool`` refused one.
+    """
+    by_name: dict[str, ToolLike] = {}
+    for tool in tools:
+        if tool.name in by_name:
+            raise ToolDefinitionError(f"two tools are named {tool.name!r}")
+        if not checked and not isinstance(tool, Tool):
+            check_tool(tool)
+        by_name[tool.name] = tool
+    return by_name

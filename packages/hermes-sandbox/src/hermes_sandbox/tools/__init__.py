@@ -1,9 +1,10 @@
 """Sandbox tools: OpenAI-style tools whose handlers act on a task's sandbox, the web or a
 browser, grouped in the toolsets ``terminal``, ``file``, ``web`` and ``browser``.
 
-``sandbox_tools(pool, ...)`` returns ``hermes_loop.Tool`` objects (``SandboxTool`` is the
-same type), each with its ``toolset``: an agent loop, a ``ToolSet`` or a
-``ToolRegistry`` takes them as they are.
+``sandbox_tools(pool, ...)`` returns ``SandboxTool`` objects, each with its ``toolset``:
+hermes-loop's ``AgentLoop``, ``ToolSet`` and ``ToolRegistry`` take them as they are (they
+accept any object of the ``hermes_loop.ToolLike`` shape; this package imports nothing of
+hermes-loop).
 """
 
 from __future__ import annotations

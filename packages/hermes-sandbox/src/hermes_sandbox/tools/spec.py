@@ -1,28 +1,23 @@
-"""The tool shape of the sandbox tools: hermes-loop's ``Tool``, and what a handler reads.
+"""``SandboxTool``: one tool the model can call, bound to sandboxes, browsers or the web.
 
-Every sandbox tool is a ``hermes_loop.Tool`` (name, description, JSON schema of the
-arguments, ``async`` handler ``handler(arguments, invocation)``, ``toolset``): an agent
-loop takes it as it is. A handler reads only ``invocation.task_id`` (the rollout, and so
-the sandbox), so it is typed with :class:`InvocationLike`; the loop's
-``ToolInvocation`` is one, and so is any object with a ``task_id``.
+A ``SandboxTool`` has the shape an agent loop takes as it is (hermes-loop's ``ToolLike``
+protocol, which this package does not import): a name, a description, a JSON schema of
+the arguments, an ``async`` handler ``handler(arguments, invocation)``, its toolset, an
+optional call timeout and ``schema()``. A handler reads only ``invocation.task_id`` (the
+rollout, and so the sandbox), so it is typed with :class:`InvocationLike`: an agent
+loop's own invocation object is one, and so is :class:`Invocation`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import threading
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from hermes_loop.tools import Tool, ToolInvocation
 from hermes_sandbox.base import Sandbox
 
 __all__ = ["Invocation", "InvocationLike", "SandboxSource", "SandboxTool", "ToolHandler"]
-
-#: The sandbox tools' type: hermes-loop's ``Tool`` (the name kept for earlier code).
-SandboxTool = Tool
-
-#: A call made outside an agent loop (``ToolContext.call_tool``): the loop's
-#: ``ToolInvocation`` (the name kept for earlier code).
-Invocation = ToolInvocation
 
 
 class InvocationLike(Protocol):
@@ -46,3 +41,49 @@ class SandboxSource(Protocol):
 #: JSON-serialisable value (a ``dict`` for every built-in tool); it raises an exception
 #: with a readable message when the call cannot be done.
 ToolHandler = Callable[[dict[str, Any], InvocationLike], Awaitable[Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class Invocation:
+    """An invocation for calling a handler outside an agent loop (``ToolContext.call_tool``
+    uses it), with the fields an agent loop's invocation has, so the handler of a loop's
+    own tool can be called with it too."""
+
+    task_id: str
+    turn: int = 0
+    call_id: str = ""
+    cancelled: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxTool:
+    """A tool with an OpenAI function schema and an async handler.
+
+    Args:
+        name: the function name the model calls.
+        description: what the tool does, for the model.
+        parameters: JSON schema (type ``object``) of the arguments.
+        handler: ``async handler(arguments, invocation)``; reads ``invocation.task_id``.
+        toolset: the group the tool belongs to (``terminal``, ``file``, ``web``,
+            ``browser``); an agent loop's tool registry files the tool under it.
+        timeout: seconds an agent loop gives one call of the tool; ``None`` (every
+            built-in tool) leaves it to the loop's default.
+    """
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    handler: ToolHandler
+    toolset: str
+    timeout: float | None = None
+
+    def schema(self) -> dict[str, Any]:
+        """The OpenAI ``tools`` entry for this tool."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": dict(self.parameters),
+            },
+        }
