@@ -71,6 +71,7 @@ from hermes_sandbox.errors import (
 )
 from hermes_sandbox.options import SandboxOptions
 from hermes_sandbox.output import OutputCollector
+from hermes_sandbox.processes import DEFAULT_PATH
 from hermes_sandbox.result import ExecResult
 from hermes_sandbox.teardown import run_detached
 
@@ -107,8 +108,6 @@ OPTION_KEYS = frozenset(
     }
 )
 
-#: PATH every command starts with (``options.env`` may replace it).
-DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #: Seconds allowed for one file or directory transfer.
 TRANSFER_TIMEOUT = 600.0
 #: Seconds allowed for the small housekeeping commands (setup, kill, cleanup).

@@ -51,6 +51,7 @@ from hermes_sandbox.backends.local.layout import Layout
 from hermes_sandbox.backends.local.process import Command, inheritable_fds
 from hermes_sandbox.errors import SandboxClosedError, SandboxError, SandboxStartError
 from hermes_sandbox.output import OutputCollector
+from hermes_sandbox.processes import DEFAULT_PATH, environ_needle
 
 __all__ = ["HELPER", "HELPER_PROCESSES", "BwrapFailedError", "Namespace", "find_bwrap"]
 
@@ -432,7 +433,8 @@ class Namespace:
             link = self._link()
         except (RuntimeError, SandboxError):  # no running loop; or gone: destroy() is the way
             return
-        message = {"op": "kill", "id": ident, "mark": mark or f"\0none-{ident}"}
+        needle = environ_needle(mark or f"\0none-{ident}", exact=True)
+        message = {"op": "kill", "id": ident, "needle": needle}
         link.loop.create_task(link.send_quietly(message))
 
     async def stop_all(self) -> None:
@@ -597,7 +599,7 @@ def _spawn_bwrap(argv: list[str], sock: int, info: int, linker: int, log: int, m
     return os.posix_spawn(
         argv[0],
         argv,
-        {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+        {"PATH": DEFAULT_PATH},
         file_actions=[
             (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
             (os.POSIX_SPAWN_DUP2, log, 1),

@@ -45,20 +45,14 @@ from hermes_sandbox.backends.local.process import (
     inheritable_fds,
     spawn,
 )
-from hermes_sandbox.backends.local.sweep import (
-    MARKER_VARIABLE,
-    needle,
-    reap_orphans,
-    remove_tree,
-    state_parent,
-    sweep,
-)
+from hermes_sandbox.backends.local.sweep import reap_orphans, remove_tree, state_parent
 from hermes_sandbox.base import Sandbox
 from hermes_sandbox.errors import SandboxClosedError, SandboxError, SandboxStartError
 from hermes_sandbox.options import SandboxOptions
 from hermes_sandbox.output import OutputCollector
+from hermes_sandbox.processes import DEFAULT_PATH, MARKER_VARIABLE, environ_needle, sweep
 from hermes_sandbox.result import ExecResult
-from hermes_sandbox.shell import DEFAULT_PATH, wrap_command
+from hermes_sandbox.shell import wrap_command
 from hermes_sandbox.teardown import finish, in_thread
 
 __all__ = ["DEFAULT_PATH", "DEFAULT_TMP_SIZE_MB", "ISOLATION_MODES", "Isolation", "LocalSandbox"]
@@ -460,9 +454,9 @@ class LocalSandbox(Sandbox):
     def _teardown(self) -> None:
         """Blocking: kill what is left, remove the cgroup and the directories."""
         if self._cgroup is None and self._namespace is None and self._runs:
-            sweep(needle(f"{self._mark}."))
+            sweep(environ_needle(f"{self._mark}."))
         if self._cgroup is not None and not self._cgroup.remove(_GONE_WAIT):
-            sweep(needle(f"{self._mark}."))
+            sweep(environ_needle(f"{self._mark}."))
             self._cgroup.remove(1.0)
         for path in (self._state_dir, self._root):
             remove_tree(path)
@@ -554,7 +548,8 @@ class LocalSandbox(Sandbox):
             cgroup.kill()
         if self._runs:
             await in_thread(
-                lambda: sweep(needle(f"{self._mark}.")), name=f"hermes-local-stop-{self.task_id}"
+                lambda: sweep(environ_needle(f"{self._mark}.")),
+                name=f"hermes-local-stop-{self.task_id}",
             )
         if cgroup is not None:
             cgroup.kill()
@@ -570,7 +565,7 @@ class LocalSandbox(Sandbox):
             return
         command.kill_group()
         # Reads /proc: in a thread where one can start.
-        await in_thread(lambda: sweep(needle(mark, exact=True)), name="hermes-local-kill")
+        await in_thread(lambda: sweep(environ_needle(mark, exact=True)), name="hermes-local-kill")
 
     # files --------------------------------------------------------------------------
     # Plain mode: sandbox paths are host paths, so transfers are plain copies (in a
