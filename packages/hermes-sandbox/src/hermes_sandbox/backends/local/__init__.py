@@ -62,15 +62,10 @@ and any of their commands still running).
 
 from __future__ import annotations
 
-from hermes_sandbox.backends.local.sandbox import (
-    DEFAULT_PATH,
-    DEFAULT_TMP_SIZE_MB,
-    ISOLATION_MODES,
-    Isolation,
-    LocalSandbox,
-)
+from hermes_sandbox.backends.local.options import DEFAULT_TMP_SIZE_MB, ISOLATION_MODES, Isolation
+from hermes_sandbox.backends.local.sandbox import LocalSandbox
 from hermes_sandbox.backends.local.sweep import reap_orphans
-from hermes_sandbox.processes import MARKER_VARIABLE
+from hermes_sandbox.processes import DEFAULT_PATH, MARKER_VARIABLE
 from hermes_sandbox.shell import is_stateless
 
 __all__ = [
