@@ -117,7 +117,7 @@ def test_web_module_keeps_its_public_names() -> None:
 
 
 def test_one_check_of_backend_options_for_every_backend() -> None:
-    from hermes_sandbox.backends.extra_options import check_extra
+    from hermes_sandbox.backends.option_check import check_extra
 
     check_extra("toy", {"a": 1}, ["a", "b"])
     with pytest.raises(ValueError, match=r"^toy backend: unknown option\(s\) 'c', 'd'; "):

@@ -17,7 +17,7 @@ pytest.importorskip("daytona", reason="the Daytona SDK is not installed (hermes-
 import daytona
 
 from hermes_sandbox import SandboxError, SandboxStartError, create_sandbox
-from hermes_sandbox.backends.daytona import daytona_dockerfile_image
+from hermes_sandbox.backends.cloud.daytona import daytona_dockerfile_image
 from tests.sandbox.fakes import check_call
 from tests.sandbox.fakes.daytona_fake import (
     REAL_DAYTONA,

@@ -20,8 +20,8 @@ from hermes_sandbox import SandboxClosedError, SandboxStartError, create_sandbox
 from hermes_sandbox.backends.local import LocalSandbox, reap_orphans
 from hermes_sandbox.backends.local.isolation import HELPER, Namespace
 from hermes_sandbox.backends.local.layout import Layout, host_interpreter
+from hermes_sandbox.blocking import LoopThread
 from hermes_sandbox.testing.probes import host_processes
-from hermes_sandbox.tools.loopthread import LoopThread
 from tests.sandbox.support import kill_9_child
 
 pytestmark = pytest.mark.skipif(

@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("modal", reason="the Modal SDK is not installed (hermes-sandbox[modal])")
 
 from hermes_sandbox import SandboxClosedError, SandboxError, create_sandbox
-from hermes_sandbox.backends.modal import build_modal_image
+from hermes_sandbox.backends.cloud.modal import build_modal_image
 from tests.sandbox.fakes.modal_fake import (
     REAL_MODAL,
     Call,

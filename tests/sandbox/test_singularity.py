@@ -18,7 +18,7 @@ from hermes_sandbox import (
     SandboxStartError,
     create_sandbox,
 )
-from hermes_sandbox.backends.singularity import CLI_ENV_KEEP, SingularitySandbox, find_binary
+from hermes_sandbox.backends.jobs.singularity import CLI_ENV_KEEP, SingularitySandbox, find_binary
 from tests.sandbox.providers import singularity as provider
 
 pytestmark = pytest.mark.skipif(

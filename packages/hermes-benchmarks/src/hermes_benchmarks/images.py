@@ -31,7 +31,7 @@ from hermes_benchmarks.errors import ImageError
 from hermes_benchmarks.image_map import DockerfileBases, ImageMap
 from hermes_benchmarks.task import Task
 from hermes_sandbox import SandboxError, default_backends
-from hermes_sandbox.backends.daytona import DAYTONA_START_MARGIN
+from hermes_sandbox.backends.cloud.daytona import DAYTONA_START_MARGIN
 from hermes_sandbox.lifecycle import (
     BuildNetwork,
     ImageSource,

@@ -2,7 +2,10 @@
 
 Every method exists twice: a plain (synchronous) one, as reward functions are usually
 written, and an awaitable twin prefixed with ``a`` (``aterminal``, ``aread_file``, ...)
-for reward code that runs many rollouts concurrently on one event loop.
+for reward code that runs many rollouts concurrently on one event loop. Only the twins
+are written here; each synchronous method is made from its twin by
+``hermes_sandbox.blocking.blocking`` and runs it through the context's
+``BlockingBridge``.
 
 The synchronous methods work from a thread without an event loop and from inside a
 running loop (an ``async def compute_reward`` calling ``ctx.terminal(...)``), and never
@@ -40,16 +43,14 @@ from __future__ import annotations
 import asyncio
 import inspect
 import itertools
-import threading
 import weakref
-from collections.abc import Coroutine, Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Coroutine, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol, Self, TypeVar, cast
+from typing import Any, Protocol, Self, TypeVar
 
 from hermes_sandbox.base import Sandbox
+from hermes_sandbox.blocking import BlockingBridge, blocking
 from hermes_sandbox.errors import (
     BrowserPageError,
     BrowserUnavailableError,
@@ -57,37 +58,15 @@ from hermes_sandbox.errors import (
     SandboxError,
     ToolContextError,
 )
-from hermes_sandbox.pool import SandboxPool
+from hermes_sandbox.pool import SandboxPool, current_sandbox_pool
 from hermes_sandbox.teardown import finish
 from hermes_sandbox.tools import sandbox_tools
 from hermes_sandbox.tools.browser import ChromiumBrowser
 from hermes_sandbox.tools.files import read_lines, resolve_path, search_files
-from hermes_sandbox.tools.loopthread import LoopThread, try_run_on_loop
 from hermes_sandbox.tools.spec import Invocation
 from hermes_sandbox.tools.web import DirectWebProvider, WebProvider, extract_web, search_web
 
-__all__ = ["CallableTool", "ToolContext", "bind_sandbox_pool", "current_sandbox_pool"]
-
-_POOL: ContextVar[SandboxPool | None] = ContextVar("hermes_sandbox_pool", default=None)
-
-
-@contextmanager
-def bind_sandbox_pool(pool: SandboxPool) -> Iterator[SandboxPool]:
-    """Make ``pool`` the one ``ToolContext(task_id)`` (no pool given) looks up, in this
-    context and the tasks started inside it, until the block ends. A running environment
-    binds its pool so that reward and evaluate code written as the reference framework's
-    (``ToolContext(task_id)``) reaches that rollout's sandbox."""
-    token = _POOL.set(pool)
-    try:
-        yield pool
-    finally:
-        _POOL.reset(token)
-
-
-def current_sandbox_pool() -> SandboxPool | None:
-    """The pool bound with ``bind_sandbox_pool`` in this context, or ``None``."""
-    return _POOL.get()
-
+__all__ = ["CallableTool", "ToolContext"]
 
 T = TypeVar("T")
 
@@ -158,7 +137,7 @@ class ToolContext:
         loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         if pool is None:
-            pool = _POOL.get()
+            pool = current_sandbox_pool()
             if pool is None:
                 raise TypeError(
                     f"ToolContext({task_id!r}) has no pool: pass pool=, or make it inside a "
@@ -172,15 +151,12 @@ class ToolContext:
         self._tools: dict[str, CallableTool] | None = None
         self._sandbox: Sandbox | None = None
         self._calls = itertools.count(1)
-        self._home = loop
-        if self._home is None:
+        if loop is None:
             try:
-                self._home = asyncio.get_running_loop()
+                loop = asyncio.get_running_loop()
             except RuntimeError:
-                self._home = None
-        self._home_grace = 2.0
-        self._runner: LoopThread | None = None
-        self._runner_lock = threading.Lock()
+                loop = None
+        self._bridge = BlockingBridge(f"toolcontext-{task_id}", loop, owner=f"task {task_id!r}")
         self._closed = False
 
     # plumbing ---------------------------------------------------------------------------
@@ -190,60 +166,16 @@ class ToolContext:
                 f"the ToolContext of task {self.task_id!r} was cleaned up", kind="cleaned_up"
             )
 
-    def _get_runner(self) -> LoopThread:
-        with self._runner_lock:
-            if self._runner is None:
-                runner = LoopThread(f"hermes-toolcontext-{self.task_id}")
-                weakref.finalize(self, runner.stop)
-                self._runner = runner
-            return self._runner
+    def _blocking(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` for a blocking method (the bridge: ``hermes_sandbox.blocking``).
 
-    def _sync(self, coro: Coroutine[Any, Any, T]) -> T:
+        Raises:
+            ToolContextError: after ``cleanup()``; what ``BlockingBridge.run`` raises.
+        """
         if self._closed:
             coro.close()
             self._check_open()
-        return self._run_blocking(coro)
-
-    def _run_blocking(self, coro: Coroutine[Any, Any, T]) -> T:
-        # On the home loop when it runs in another thread and takes the call (backends
-        # whose connections belong to that loop keep working); otherwise, or if the home
-        # loop does not pick the call up promptly, on the private loop.
-        runner = self._runner
-        if runner is not None and runner.in_loop_thread():
-            coro.close()
-            raise ToolContextError(
-                "a blocking ToolContext method was called from code the context itself runs "
-                "(e.g. a tool handler under call_tool); await the async twin instead",
-                kind="reentrant",
-            )
-        home = self._home
-        if home is not None and home.is_running() and not home.is_closed():
-            try:
-                current: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-            except RuntimeError:
-                current = None
-            if current is not home:
-                ran, value = try_run_on_loop(home, coro, start_within=self._home_grace)
-                if ran:
-                    return cast(T, value)
-            # The home loop runs but cannot take the call, so the operation runs away from
-            # the loop the sandbox was made on. A RuntimeError that is not one of ours is
-            # then the sandbox (or its SDK) refusing a foreign loop, whatever its wording
-            # (asyncio's "attached to a different loop", an SDK's own check, ...).
-            try:
-                return self._get_runner().run(coro)
-            except SandboxError:
-                raise
-            except RuntimeError as exc:
-                raise ToolContextError(
-                    f"task {self.task_id!r}: this sandbox belongs to the event loop the rollout "
-                    "ran on, and a blocking ToolContext call cannot reach it while that loop is "
-                    "blocked (the call was made on its thread, or it waits for the caller); "
-                    "from async code use the awaitable twins (await ctx.aterminal(...), "
-                    f"await ctx.acleanup(), ...). The sandbox said: {exc}",
-                    kind="loop_blocked",
-                ) from exc
-        return self._get_runner().run(coro)
+        return self._bridge.run(coro)
 
     async def get_sandbox(self) -> Sandbox:
         """The task's sandbox (started; created if the rollout never made one).
@@ -291,9 +223,7 @@ class ToolContext:
         sandbox = await self.get_sandbox()
         return (await sandbox.exec(command, timeout=timeout)).to_dict()
 
-    def terminal(self, command: str, timeout: float | None = None) -> dict[str, Any]:
-        """Synchronous ``aterminal``."""
-        return self._sync(self.aterminal(command, timeout))
+    terminal = blocking(aterminal)
 
     # files ------------------------------------------------------------------------------
     async def aread_file(self, path: str) -> dict[str, Any]:
@@ -316,9 +246,7 @@ class ToolContext:
             "size": len(data),
         }
 
-    def read_file(self, path: str) -> dict[str, Any]:
-        """Synchronous ``aread_file``."""
-        return self._sync(self.aread_file(path))
+    read_file = blocking(aread_file)
 
     async def aread_lines(self, path: str, offset: int = 1, limit: int = 500) -> dict[str, Any]:
         """What the ``read_file`` tool shows the model: numbered lines ``offset`` ..
@@ -333,9 +261,7 @@ class ToolContext:
         except (OSError, ValueError) as exc:
             return {"content": None, "path": resolve_path(sandbox, path), "error": _error(exc)}
 
-    def read_lines(self, path: str, offset: int = 1, limit: int = 500) -> dict[str, Any]:
-        """Synchronous ``aread_lines``."""
-        return self._sync(self.aread_lines(path, offset, limit))
+    read_lines = blocking(aread_lines)
 
     async def awrite_file(self, path: str, content: str | bytes) -> dict[str, Any]:
         """Create or replace a file: ``{"path", "bytes_written"}``, or ``{"path", "error"}``.
@@ -352,9 +278,7 @@ class ToolContext:
             return {"path": target, "error": _error(exc)}
         return {"path": target, "bytes_written": len(data)}
 
-    def write_file(self, path: str, content: str | bytes) -> dict[str, Any]:
-        """Synchronous ``awrite_file``."""
-        return self._sync(self.awrite_file(path, content))
+    write_file = blocking(awrite_file)
 
     async def asearch(
         self,
@@ -392,9 +316,7 @@ class ToolContext:
             "truncated": found.truncated,
         }
 
-    def search(self, query: str, path: str = ".", **options: Any) -> dict[str, Any]:
-        """Synchronous ``asearch`` (same keyword options)."""
-        return self._sync(self.asearch(query, path, **options))
+    search = blocking(asearch)
 
     # transfers --------------------------------------------------------------------------
     async def _transfer(
@@ -415,9 +337,7 @@ class ToolContext:
         """
         return await self._transfer("upload_file", local, remote)
 
-    def upload_file(self, local: str | Path, remote: str) -> dict[str, Any]:
-        """Synchronous ``aupload_file``."""
-        return self._sync(self.aupload_file(local, remote))
+    upload_file = blocking(aupload_file)
 
     async def aupload_dir(self, local: str | Path, remote: str) -> dict[str, Any]:
         """Copy a host directory tree into ``remote``: ``{"ok": True}`` or ``{"ok": False,
@@ -428,9 +348,7 @@ class ToolContext:
         """
         return await self._transfer("upload_dir", local, remote)
 
-    def upload_dir(self, local: str | Path, remote: str) -> dict[str, Any]:
-        """Synchronous ``aupload_dir``."""
-        return self._sync(self.aupload_dir(local, remote))
+    upload_dir = blocking(aupload_dir)
 
     async def adownload_file(self, remote: str, local: str | Path) -> dict[str, Any]:
         """Copy a sandbox file to the host: ``{"ok": True}`` or ``{"ok": False, "error"}``.
@@ -440,9 +358,7 @@ class ToolContext:
         """
         return await self._transfer("download_file", remote, local)
 
-    def download_file(self, remote: str, local: str | Path) -> dict[str, Any]:
-        """Synchronous ``adownload_file``."""
-        return self._sync(self.adownload_file(remote, local))
+    download_file = blocking(adownload_file)
 
     async def adownload_dir(self, remote: str, local: str | Path) -> dict[str, Any]:
         """Copy a sandbox directory tree into the host directory ``local``:
@@ -453,9 +369,7 @@ class ToolContext:
         """
         return await self._transfer("download_dir", remote, local)
 
-    def download_dir(self, remote: str, local: str | Path) -> dict[str, Any]:
-        """Synchronous ``adownload_dir``."""
-        return self._sync(self.adownload_dir(remote, local))
+    download_dir = blocking(adownload_dir)
 
     # web --------------------------------------------------------------------------------
     async def aweb_search(self, query: str, max_results: int = 5) -> dict[str, Any]:
@@ -467,9 +381,7 @@ class ToolContext:
         self._check_open()
         return await search_web(self.web, query, max_results)
 
-    def web_search(self, query: str, max_results: int = 5) -> dict[str, Any]:
-        """Synchronous ``aweb_search``."""
-        return self._sync(self.aweb_search(query, max_results))
+    web_search = blocking(aweb_search)
 
     async def aweb_extract(self, urls: Sequence[str] | str) -> dict[str, Any]:
         """``{"results": [{"url", "title", "content"} | {"url", "error"}, ...]}``.
@@ -481,9 +393,7 @@ class ToolContext:
         self._check_open()
         return await extract_web(self.web, urls)
 
-    def web_extract(self, urls: Sequence[str] | str) -> dict[str, Any]:
-        """Synchronous ``aweb_extract``."""
-        return self._sync(self.aweb_extract(urls))
+    web_extract = blocking(aweb_extract)
 
     # browser ----------------------------------------------------------------------------
     async def abrowser_navigate(self, url: str) -> dict[str, Any]:
@@ -501,9 +411,7 @@ class ToolContext:
         except (ValueError, BrowserPageError) as exc:
             return {"url": url, "error": _error(exc)}
 
-    def browser_navigate(self, url: str) -> dict[str, Any]:
-        """Synchronous ``abrowser_navigate``."""
-        return self._sync(self.abrowser_navigate(url))
+    browser_navigate = blocking(abrowser_navigate)
 
     async def abrowser_snapshot(self) -> dict[str, Any]:
         """The task's page as text: ``{"url", "title", "snapshot"}``, or ``{"error"}``.
@@ -519,9 +427,7 @@ class ToolContext:
         except BrowserPageError as exc:
             return {"error": _error(exc)}
 
-    def browser_snapshot(self) -> dict[str, Any]:
-        """Synchronous ``abrowser_snapshot``."""
-        return self._sync(self.abrowser_snapshot())
+    browser_snapshot = blocking(abrowser_snapshot)
 
     # any tool ---------------------------------------------------------------------------
     def _tool_table(self) -> dict[str, CallableTool]:
@@ -574,9 +480,7 @@ class ToolContext:
             return {"error": f"{type(exc).__name__}: {_error(exc)}"}
         return value
 
-    def call_tool(self, name: str, args: dict[str, Any] | None = None) -> Any:
-        """Synchronous ``acall_tool``."""
-        return self._sync(self.acall_tool(name, args))
+    call_tool = blocking(acall_tool)
 
     # cleanup ----------------------------------------------------------------------------
     async def _release(self) -> None:
@@ -593,10 +497,7 @@ class ToolContext:
         try:
             await self._release()
         finally:
-            with self._runner_lock:
-                runner, self._runner = self._runner, None
-            if runner is not None:
-                await asyncio.to_thread(runner.stop)
+            await self._bridge.astop()
 
     def cleanup(self) -> None:
         """Synchronous ``acleanup``. From async code prefer ``await ctx.acleanup()``: a
@@ -606,12 +507,9 @@ class ToolContext:
             return
         self._closed = True
         try:
-            self._run_blocking(self._release())
+            self._bridge.run(self._release())
         finally:
-            with self._runner_lock:
-                runner, self._runner = self._runner, None
-            if runner is not None:
-                runner.stop()
+            self._bridge.stop()
 
     def __enter__(self) -> Self:
         return self

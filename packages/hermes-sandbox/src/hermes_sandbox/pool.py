@@ -1,11 +1,14 @@
-"""``SandboxPool``: owns the sandboxes of many tasks, keyed by task id."""
+"""``SandboxPool``: owns the sandboxes of many tasks, keyed by task id; and the pool a
+``ToolContext(task_id)`` made without one finds (``bind_sandbox_pool``)."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from hermes_sandbox.base import Sandbox
@@ -13,7 +16,7 @@ from hermes_sandbox.errors import SandboxClosedError
 from hermes_sandbox.registry import create_sandbox
 from hermes_sandbox.teardown import finish, start_or_run
 
-__all__ = ["SandboxPool"]
+__all__ = ["SandboxPool", "bind_sandbox_pool", "current_sandbox_pool"]
 
 
 class SandboxPool:
@@ -156,3 +159,24 @@ def _close_now_all(sandboxes: set[Sandbox]) -> None:
     for thread in threads:
         if thread is not None:
             thread.join(max(deadline - time.monotonic(), 0.0))
+
+
+_POOL: ContextVar[SandboxPool | None] = ContextVar("hermes_sandbox_pool", default=None)
+
+
+@contextmanager
+def bind_sandbox_pool(pool: SandboxPool) -> Iterator[SandboxPool]:
+    """Make ``pool`` the one ``ToolContext(task_id)`` (no pool given) looks up, in this
+    context and the tasks started inside it, until the block ends. A running environment
+    binds its pool so that reward and evaluate code written as the reference framework's
+    (``ToolContext(task_id)``) reaches that rollout's sandbox."""
+    token = _POOL.set(pool)
+    try:
+        yield pool
+    finally:
+        _POOL.reset(token)
+
+
+def current_sandbox_pool() -> SandboxPool | None:
+    """The pool bound with ``bind_sandbox_pool`` in this context, or ``None``."""
+    return _POOL.get()

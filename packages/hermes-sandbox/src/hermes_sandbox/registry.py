@@ -30,10 +30,10 @@ ENTRY_POINT_GROUP = "hermes_sandbox.backends"
 BUILTIN = {
     "local": "hermes_sandbox.backends.local:LocalSandbox",
     "docker": "hermes_sandbox.backends.docker:DockerSandbox",
-    "ssh": "hermes_sandbox.backends.ssh:SSHSandbox",
-    "modal": "hermes_sandbox.backends.modal:ModalSandbox",
-    "daytona": "hermes_sandbox.backends.daytona:DaytonaSandbox",
-    "singularity": "hermes_sandbox.backends.singularity:SingularitySandbox",
+    "ssh": "hermes_sandbox.backends.jobs.ssh:SSHSandbox",
+    "modal": "hermes_sandbox.backends.cloud.modal:ModalSandbox",
+    "daytona": "hermes_sandbox.backends.cloud.daytona:DaytonaSandbox",
+    "singularity": "hermes_sandbox.backends.jobs.singularity:SingularitySandbox",
 }
 
 S = TypeVar("S", bound=type[Sandbox])

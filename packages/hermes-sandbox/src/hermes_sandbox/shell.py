@@ -20,12 +20,9 @@ import re
 import shlex
 from collections.abc import Iterable
 
-__all__ = ["DEFAULT_PATH", "STATE_DIR_PREFIX", "is_stateless", "wrap_command", "wrap_fresh"]
+__all__ = ["STATE_DIR_PREFIX", "is_stateless", "wrap_command", "wrap_fresh"]
 
 STATE_DIR_PREFIX = "/tmp/.hermes-shell-"
-
-#: ``PATH`` a backend gives commands when the sandbox's own ``env`` sets none.
-DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -90,10 +87,11 @@ def wrap_fresh(command: str, *, workdir: str) -> str:
     The command runs in a fresh ``bash --noprofile --norc`` (the running bash, ``$BASH``,
     not one found through ``PATH``) in ``workdir`` (created if missing), with the
     environment the script itself was started with: the sandbox's configured ``env``
-    and the backend's defaults (each backend sets a ``PATH``, e.g. ``DEFAULT_PATH``). It
-    neither reads nor writes the session's saved state: exported variables, the cwd,
-    ``BASH_ENV`` and the functions it would define, set by earlier commands, are not
-    seen, and nothing this command changes reaches later session commands.
+    and the backend's defaults (each backend sets a ``PATH``, e.g.
+    ``hermes_sandbox.processes.DEFAULT_PATH``). It neither reads nor writes the session's
+    saved state: exported variables, the cwd, ``BASH_ENV`` and the functions it would
+    define, set by earlier commands, are not seen, and nothing this command changes
+    reaches later session commands.
     """
     home = shlex.quote(workdir)
     return (

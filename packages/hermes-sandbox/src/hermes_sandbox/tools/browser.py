@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, Self
 
+from hermes_sandbox.blocking import LoopThread
 from hermes_sandbox.errors import BrowserPageError, BrowserUnavailableError
 from hermes_sandbox.teardown import finish
-from hermes_sandbox.tools.loopthread import LoopThread
 from hermes_sandbox.tools.spec import InvocationLike, SandboxTool
 from hermes_sandbox.tools.web import check_url, html_to_text
 

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from hermes_sandbox.base import Sandbox
 from hermes_sandbox.errors import SandboxError
+from hermes_sandbox.processes import DEFAULT_PATH
 from hermes_sandbox.tools.spec import InvocationLike, SandboxSource, SandboxTool
 
 __all__ = [
@@ -48,7 +49,7 @@ _MAX_DIFF_CHARS = 6000
 # The helper scripts run in a subshell so nothing they set leaks into the session, and
 # put the standard directories first on PATH so a session that broke its PATH can still
 # read files.
-_PREAMBLE = 'PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH"\n'
+_PREAMBLE = f'PATH="{DEFAULT_PATH}:$PATH"\n'
 
 _NOT_FOUND, _IS_DIR, _NO_ACCESS, _BINARY = 102, 103, 104, 106
 

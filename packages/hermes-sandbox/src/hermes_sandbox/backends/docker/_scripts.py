@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from hermes_sandbox.backends.docker._helper import HELPER_BASH, HELPER_BUSYBOX
+from hermes_sandbox.processes import kill_functions
 
 __all__ = [
     "HARNESS_ENV",
@@ -57,33 +58,10 @@ while [ "$SECONDS" -lt "$end" ]; do nap "$((end - SECONDS))"; done
 
 # Kills a command's session ($1: its id = the leader's pid): every process of the session
 # and every descendant of one (setsid children too), frozen first so none forks meanwhile,
-# then the group and the leader (in case setsid has not run yet). Three passes catch forks
-# in flight. Builtins only, so it runs even when the process limit is nearly full.
-KILL_SCRIPT: Final = r"""
-s=$1
-declare -A parent session doomed
-for pass in 1 2 3; do
-  parent=() session=() doomed=([$s]=1)
-  for p in /proc/[0-9]*; do
-    read -r l < "$p/stat" 2>/dev/null || continue
-    set -- ${l##*") "}
-    parent[${p#/proc/}]=$2 session[${p#/proc/}]=$4
-  done
-  for p in "${!session[@]}"; do [ "${session[$p]}" = "$s" ] && doomed[$p]=1; done
-  grew=1
-  while [ "$grew" = 1 ]; do
-    grew=0
-    for p in "${!parent[@]}"; do
-      if [ -z "${doomed[$p]}" ] && [ -n "${doomed[${parent[$p]}]}" ]; then
-        doomed[$p]=1 grew=1
-      fi
-    done
-  done
-  kill -STOP "${!doomed[@]}" 2>/dev/null
-  kill -9 -- "-$s" "${!doomed[@]}" 2>/dev/null
-done
-exit 0
-"""
+# then the group and the leader (in case setsid has not run yet); three passes catch forks
+# in flight (``__hs_kill`` of ``hermes_sandbox.processes``, without a marker pattern:
+# builtins only, so it runs even when the process limit is nearly full).
+KILL_SCRIPT: Final = kill_functions(HELPER_BUSYBOX) + '__hs_kill s "$1" ""\nexit 0\n'
 
 # Kills every process of the container but init (pid 1), the keeper and itself: frozen,
 # then SIGKILLed, pass after pass until a pass finds none left (zombies aside: init reaps

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from hermes_sandbox.backends.docker.image import DEFAULT_IMAGE
-from hermes_sandbox.backends.extra_options import check_extra
+from hermes_sandbox.backends.option_check import check_extra
 from hermes_sandbox.options import SandboxOptions
 
 __all__ = [

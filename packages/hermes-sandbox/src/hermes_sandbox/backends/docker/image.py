@@ -55,6 +55,7 @@ from hermes_sandbox.backends.docker._rootfs import (
     debian_rootfs,
     remove_tree,
 )
+from hermes_sandbox.processes import DEFAULT_PATH
 
 __all__ = [
     "BUSYBOX_IMAGE",
@@ -83,8 +84,7 @@ IMAGES: Final = {"debian": DEFAULT_IMAGE, "busybox": BUSYBOX_IMAGE}
 #: rebuilt.
 STAMPS: Final = {"debian": "debian-1", "busybox": "busybox-2"}
 
-_PATH: Final = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-_CHANGES: Final = (f"ENV PATH={_PATH}", "ENV LANG=C.UTF-8", 'CMD ["bash"]')
+_CHANGES: Final = (f"ENV PATH={DEFAULT_PATH}", "ENV LANG=C.UTF-8", 'CMD ["bash"]')
 
 
 def missing_image_hint(image: str) -> str:

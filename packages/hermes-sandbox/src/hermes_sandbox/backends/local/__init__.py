@@ -34,15 +34,15 @@ cgroup migration per command (free on an idle machine; it waits for an RCU grace
 period, about 10 ms under heavy load), so prefer the isolated mode with a limit.
 
 Killing a command's whole process tree (at its timeout, when the awaiting task is
-cancelled): ``SIGKILL`` to its process group, then every process whose environment
-carries the command's marker (``sweep.py``; in the isolated mode the helper does this
-inside the namespace). Background jobs outlive their command, as a shell user expects,
-until the sandbox closes. ``close`` kills everything without starting a thread (a fork
-bomb may have used up the process ids): the isolated mode kills the namespace's pid 1
+cancelled): ``SIGKILL`` to its process group, then every process whose environment carries
+the command's marker (``hermes_sandbox.processes.sweep``; in the isolated mode the helper
+does this inside the namespace). Background jobs outlive their command, as a shell user
+expects, until the sandbox closes. ``close`` kills everything without starting a thread (a
+fork bomb may have used up the process ids): the isolated mode kills the namespace's pid 1
 (the kernel then kills every process in it); the plain mode kills its cgroup (with
-``pids_limit``) and stops, then kills every marked process (reading ``/proc`` in a
-thread, or inline when no thread can start). A plain-mode process that drops the marker
-from its environment *and* leaves the process group escapes the last of these.
+``pids_limit``) and stops, then kills every marked process (reading ``/proc`` in a thread,
+or inline when no thread can start). A plain-mode process that drops the marker from its
+environment *and* leaves the process group escapes the last of these.
 
 A command returns when its shell exits. If a background job still holds the output pipe
 then, the command returns after a short grace and the job's later output is drained and
@@ -62,14 +62,10 @@ and any of their commands still running).
 
 from __future__ import annotations
 
-from hermes_sandbox.backends.local.sandbox import (
-    DEFAULT_PATH,
-    DEFAULT_TMP_SIZE_MB,
-    ISOLATION_MODES,
-    Isolation,
-    LocalSandbox,
-)
-from hermes_sandbox.backends.local.sweep import MARKER_VARIABLE, reap_orphans
+from hermes_sandbox.backends.local.options import DEFAULT_TMP_SIZE_MB, ISOLATION_MODES, Isolation
+from hermes_sandbox.backends.local.sandbox import LocalSandbox
+from hermes_sandbox.backends.local.sweep import reap_orphans
+from hermes_sandbox.processes import DEFAULT_PATH, MARKER_VARIABLE
 from hermes_sandbox.shell import is_stateless
 
 __all__ = [

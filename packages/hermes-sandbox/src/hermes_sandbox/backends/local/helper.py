@@ -22,8 +22,9 @@ does not trust what runs in the sandbox, and parses them with ``json``). Request
   end: start ``argv`` in a new session (stdin ``/dev/null``, stdout and stderr into the
   pipe); later answered ``{"id": N, "exit": code}`` (``-S`` for a signal), or
   ``{"id": N, "exit": 127, "error": text}`` if it could not start.
-- ``{"op": "kill", "id": N, "mark": M}``: SIGKILL command N's process group and every
-  process whose environment holds ``HERMES_SANDBOX_MARKER=M``.
+- ``{"op": "kill", "id": N, "needle": B}``: SIGKILL command N's process group and every
+  process whose environment, after a NUL put before it, holds the bytes ``B`` (the
+  command's marker entry: ``hermes_sandbox.processes.environ_needle``).
 - ``{"op": "stop", "id": N}``: SIGKILL every process of the pid namespace but pid 1 and
   the helper, round after round until none is left (zombies aside); answered
   ``{"id": N, "stopped": 1}``, or ``{"id": N, "stopped": 0, "error": text}``.
@@ -52,7 +53,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-_MARKER = "HERMES_SANDBOX_MARKER"
 # The helper's pid in its namespace (bubblewrap's reaper is pid 1).
 _PID_IN_SANDBOX = 2
 # Received descriptors are close-on-exec from the start (Linux).
@@ -237,7 +237,7 @@ class Helper:
         if op == "run":
             self.run(link, ident, message["argv"], message["env"], decoder.fds.pop(0))
         elif op == "kill":
-            self.kill(ident, message["mark"])
+            self.kill(ident, message["needle"])
         elif op == "stop":
             self.stop(link, ident)
         elif op == "open":
@@ -264,14 +264,13 @@ class Helper:
         self.running.pop(ident, None)
         self.send(link, {"id": ident, "exit": os.waitstatus_to_exitcode(status)})
 
-    def kill(self, ident: int, mark: str) -> None:
+    def kill(self, ident: int, pattern: bytes) -> None:
         pid = self.running.get(ident)
         if pid is not None:
             try:  # noqa: SIM105 (no contextlib: see the imports)
                 os.killpg(pid, signal.SIGKILL)
             except OSError:
                 pass
-        pattern = f"\0{_MARKER}={mark}\0".encode()
         me = os.getpid()
         for _ in range(50):
             found = 0

@@ -30,10 +30,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import errno
 import itertools
 import json
-import marshal
 import os
 import shlex
 import shutil
@@ -42,15 +40,16 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hermes_sandbox.backends.local.helper import MAX_FDS, Decoder, frame
 from hermes_sandbox.backends.local.layout import Layout
+from hermes_sandbox.backends.local.link import HelperLink
 from hermes_sandbox.backends.local.process import Command, inheritable_fds
 from hermes_sandbox.errors import SandboxClosedError, SandboxError, SandboxStartError
 from hermes_sandbox.output import OutputCollector
+from hermes_sandbox.processes import DEFAULT_PATH, environ_needle
 
 __all__ = ["HELPER", "HELPER_PROCESSES", "BwrapFailedError", "Namespace", "find_bwrap"]
 
@@ -75,156 +74,6 @@ def find_bwrap() -> str | None:
     return shutil.which("bwrap")
 
 
-class _Link:
-    """One connection to the helper, served by one event loop: its reader, and the
-    commands, opens and stops asked for through it (their answers come back on it)."""
-
-    def __init__(
-        self, namespace: Namespace, loop: asyncio.AbstractEventLoop, sock: socket.socket
-    ) -> None:
-        self.namespace = namespace
-        self.loop = loop
-        self.sock = sock
-        self.closed = False
-        self.commands: dict[int, Command] = {}
-        self.opens: dict[int, asyncio.Future[int]] = {}
-        self.stops: dict[int, asyncio.Future[None]] = {}
-        self.ready: asyncio.Future[None] = loop.create_future()
-        self.decoder = Decoder(json.loads)
-        self.send_lock = asyncio.Lock()
-        sock.setblocking(False)
-        loop.add_reader(sock.fileno(), self._on_message)
-
-    def move_to(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Serve ``loop`` from now on (the loop that served the link has stopped)."""
-        with contextlib.suppress(Exception):  # a closed loop's selector is gone already
-            self.loop.remove_reader(self.sock.fileno())
-        self.loop = loop
-        self.send_lock = asyncio.Lock()
-        if not self.closed:
-            loop.add_reader(self.sock.fileno(), self._on_message)
-
-    def on_loop(self, action: Callable[[], object]) -> None:
-        """Run ``action`` on the link's loop thread: here if that is this thread or the
-        loop does not run, else soon on that thread. Never raises for a closed loop."""
-        try:
-            here = asyncio.get_running_loop() is self.loop
-        except RuntimeError:
-            here = False
-        if here or not self.loop.is_running():
-            action()
-            return
-        try:
-            self.loop.call_soon_threadsafe(action)
-        except RuntimeError:  # closed meanwhile
-            action()
-
-    def fail(self) -> None:
-        """The sandbox is gone: close the socket, end the commands, fail the answers."""
-        if self.closed:
-            return
-        self.closed = True
-        with contextlib.suppress(Exception):
-            self.loop.remove_reader(self.sock.fileno())
-        self.sock.close()
-        for fd in self.decoder.fds:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self.decoder.fds.clear()
-        for command in list(self.commands.values()):
-            command.set_exit(-signal.SIGKILL)
-        self.commands.clear()
-        answers: list[asyncio.Future[Any]] = [*self.opens.values(), *self.stops.values()]
-        for answer in answers:
-            if not answer.done():
-                answer.set_exception(SandboxClosedError("the isolated sandbox is gone"))
-        if not self.ready.done():
-            self.ready.set_exception(SandboxStartError("the isolated sandbox ended at start"))
-            self.ready.exception()  # retrieved: start() reports it its own way
-
-    async def send(self, message: dict[str, object], fd: int = -1) -> None:
-        """Send one request (with ``fd``, if any).
-
-        Raises:
-            SandboxClosedError: if the sandbox died.
-        """
-        packet, ancillary = frame(marshal.dumps(message), fd)
-        async with self.send_lock:
-            self.namespace.check_alive()
-            # The descriptor travels with the frame's first bytes; the rest may follow.
-            while True:
-                try:
-                    sent = self.sock.sendmsg([packet], ancillary)
-                    break
-                except BlockingIOError:
-                    await _writable(self.loop, self.sock)
-            if sent < len(packet):
-                await self.loop.sock_sendall(self.sock, packet[sent:])
-
-    async def send_quietly(self, message: dict[str, object]) -> None:
-        """``send``, ignoring a sandbox that is gone."""
-        with contextlib.suppress(OSError, SandboxClosedError):
-            await self.send(message)
-
-    def _on_message(self) -> None:
-        try:
-            data, ancillary, _, _ = self.sock.recvmsg(
-                1 << 16, socket.CMSG_SPACE(MAX_FDS * 4), getattr(socket, "MSG_CMSG_CLOEXEC", 0)
-            )
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError:
-            data, ancillary = b"", []
-        try:
-            messages = self.decoder.feed(data, ancillary)
-        except ValueError:
-            self.namespace.destroy()  # a helper that speaks nonsense is not ours any more
-            return
-        for message in messages:
-            if isinstance(message, dict):
-                self._dispatch(message)
-        if not data:
-            self.namespace.mark_dead()
-
-    def _dispatch(self, message: dict[str, object]) -> None:
-        if message.get("op") == "ready":
-            if not self.ready.done():
-                self.ready.set_result(None)
-            return
-        ident = message.get("id")
-        if not isinstance(ident, int):
-            return
-        if "exit" in message:
-            command = self.commands.pop(ident, None)
-            code = message["exit"]
-            if command is not None and isinstance(code, int):
-                if "error" in message and command.collector is not None:
-                    command.collector.feed(f"sandbox: {message['error']}\n".encode())
-                command.set_exit(code)
-            return
-        stopped = self.stops.get(ident)
-        if "stopped" in message:
-            if stopped is not None and not stopped.done():
-                if message["stopped"] == 1:
-                    stopped.set_result(None)
-                else:
-                    stopped.set_exception(
-                        SandboxError(f"the isolated sandbox: {message.get('error', 'stop failed')}")
-                    )
-            return
-        answer = self.opens.get(ident)
-        if answer is None or answer.done():
-            return
-        if "errno" in message:
-            code = message["errno"]
-            number = code if isinstance(code, int) else errno.EIO
-            answer.set_exception(OSError(number, str(message.get("error", "")), ""))
-        elif self.decoder.fds:
-            answer.set_result(self.decoder.fds.pop(0))
-        else:
-            answer.set_exception(SandboxError("the isolated sandbox sent no descriptor"))
-
-
 class Namespace:
     """One running bubblewrap sandbox and the connections to its helper.
 
@@ -244,7 +93,7 @@ class Namespace:
         self.dead = False
         self._linker = linker
         self._links_lock = threading.Lock()
-        self._links = [_Link(self, loop, sock)]
+        self._links = [HelperLink(self, loop, sock)]
         self._ids = itertools.count(1)
         self._bwrap_watch: Command | None = None
         self._exited = threading.Event()
@@ -432,7 +281,8 @@ class Namespace:
             link = self._link()
         except (RuntimeError, SandboxError):  # no running loop; or gone: destroy() is the way
             return
-        message = {"op": "kill", "id": ident, "mark": mark or f"\0none-{ident}"}
+        needle = environ_needle(mark or f"\0none-{ident}", exact=True)
+        message = {"op": "kill", "id": ident, "needle": needle}
         link.loop.create_task(link.send_quietly(message))
 
     async def stop_all(self) -> None:
@@ -514,7 +364,7 @@ class Namespace:
         """Whether bubblewrap has exited (its thread reaps it)."""
         return self.bwrap_pid <= 0 or self._exited.is_set()
 
-    def _link(self) -> _Link:
+    def _link(self) -> HelperLink:
         """The link of the running event loop, made on first use.
 
         Raises:
@@ -536,7 +386,7 @@ class Namespace:
             self._links.append(link)
             return link
 
-    def _new_link(self, loop: asyncio.AbstractEventLoop) -> _Link:
+    def _new_link(self, loop: asyncio.AbstractEventLoop) -> HelperLink:
         """A new connection to the helper, handed over through the linker.
 
         Raises:
@@ -553,7 +403,7 @@ class Namespace:
             raise SandboxClosedError(f"the isolated sandbox is gone: {exc}") from exc
         finally:
             theirs.close()
-        return _Link(self, loop, ours)
+        return HelperLink(self, loop, ours)
 
     def mark_dead(self) -> None:
         """The sandbox is gone: close every link (each on its own loop's thread) and the
@@ -572,15 +422,6 @@ class Namespace:
             raise SandboxClosedError("the isolated sandbox died (its helper or pid 1 is gone)")
 
 
-async def _writable(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> None:
-    ready: asyncio.Future[None] = loop.create_future()
-    loop.add_writer(sock.fileno(), _resolve, ready)
-    try:
-        await ready
-    finally:
-        loop.remove_writer(sock.fileno())
-
-
 def _spawn_bwrap(argv: list[str], sock: int, info: int, linker: int, log: int, masks: int) -> int:
     """Start bubblewrap: the helper's socket as fd 3, the info pipe as fd 4, the linker
     as fd 5, ``/dev/null`` as fds 6 to 6 + ``masks`` - 1 (read by ``--ro-bind-data``),
@@ -597,7 +438,7 @@ def _spawn_bwrap(argv: list[str], sock: int, info: int, linker: int, log: int, m
     return os.posix_spawn(
         argv[0],
         argv,
-        {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+        {"PATH": DEFAULT_PATH},
         file_actions=[
             (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
             (os.POSIX_SPAWN_DUP2, log, 1),
@@ -618,11 +459,6 @@ def _spawn_bwrap(argv: list[str], sock: int, info: int, linker: int, log: int, m
         ],
         setsid=True,
     )
-
-
-def _resolve(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
 
 
 def _complete(text: str) -> bool:

@@ -8,20 +8,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import fcntl
 import logging
 import os
 import re
 import shutil
-import stat
 import tempfile
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from hermes_sandbox.backends.local.cgroup import CgroupUnavailableError, SandboxCgroups
+from hermes_sandbox.backends.local.host_files import (
+    copy_fd,
+    copy_file,
+    copy_tree,
+    open_source,
+    open_target,
+    read_fd,
+    write_fd,
+    write_file,
+)
 from hermes_sandbox.backends.local.isolation import (
     HELPER,
     HELPER_PROCESSES,
@@ -38,6 +46,7 @@ from hermes_sandbox.backends.local.layout import (
     secrets_in_etc,
     unbindable_workdir,
 )
+from hermes_sandbox.backends.local.options import check_options
 from hermes_sandbox.backends.local.process import (
     ChildCommand,
     Command,
@@ -45,29 +54,19 @@ from hermes_sandbox.backends.local.process import (
     inheritable_fds,
     spawn,
 )
-from hermes_sandbox.backends.local.sweep import (
-    MARKER_VARIABLE,
-    needle,
-    reap_orphans,
-    remove_tree,
-    state_parent,
-    sweep,
-)
+from hermes_sandbox.backends.local.sweep import reap_orphans, remove_tree, state_parent
 from hermes_sandbox.base import Sandbox
 from hermes_sandbox.errors import SandboxClosedError, SandboxError, SandboxStartError
 from hermes_sandbox.options import SandboxOptions
 from hermes_sandbox.output import OutputCollector
+from hermes_sandbox.processes import DEFAULT_PATH, MARKER_VARIABLE, environ_needle, sweep
 from hermes_sandbox.result import ExecResult
-from hermes_sandbox.shell import DEFAULT_PATH, wrap_command
+from hermes_sandbox.shell import wrap_command
 from hermes_sandbox.teardown import finish, in_thread
 
-__all__ = ["DEFAULT_PATH", "DEFAULT_TMP_SIZE_MB", "ISOLATION_MODES", "Isolation", "LocalSandbox"]
+__all__ = ["LocalSandbox"]
 
 _log = logging.getLogger("hermes_sandbox.backends.local")
-
-Isolation = Literal["none", "bwrap", "auto"]
-#: Values of the ``isolation`` option.
-ISOLATION_MODES: tuple[Isolation, ...] = ("none", "bwrap", "auto")
 
 # After the shell exits, how long to wait for the end of its output. Longer only when a
 # background job still holds the output pipe; what it prints after that is discarded.
@@ -78,10 +77,6 @@ _KILL_WAIT = 5.0
 _GONE_WAIT = 5.0
 # Starts of bubblewrap before its failure is reported.
 _BWRAP_ATTEMPTS = 3
-_UNSUPPORTED_LIMITS = ("cpus",)
-_OPTIONS = ("isolation", "tmp_size_mb", "host_dirs")
-#: The size of an isolated sandbox's private ``/tmp`` unless ``tmp_size_mb`` says.
-DEFAULT_TMP_SIZE_MB = 1024
 # Commands are the OOM killer's first choice in a memory-limited sandbox (not the helper).
 _OOM_FIRST = "{ echo 500 >/proc/self/oom_score_adj; } 2>/dev/null\n"
 
@@ -131,7 +126,7 @@ class LocalSandbox(Sandbox):
         return len(await asyncio.to_thread(reap_orphans))
 
     def __init__(self, options: SandboxOptions, *, task_id: str | None = None) -> None:
-        self._isolation, self._tmp_size_mb, self._host_dirs = _check_options(options)
+        self._isolation, self._tmp_size_mb, self._host_dirs = check_options(options)
         slug = re.sub(r"[^A-Za-z0-9_.-]", "_", task_id or "")[:40]
         self._mark = uuid.uuid4().hex
         # The owner's pid and the marker's head are in the name: ``reap_orphans`` reads them.
@@ -460,9 +455,9 @@ class LocalSandbox(Sandbox):
     def _teardown(self) -> None:
         """Blocking: kill what is left, remove the cgroup and the directories."""
         if self._cgroup is None and self._namespace is None and self._runs:
-            sweep(needle(f"{self._mark}."))
+            sweep(environ_needle(f"{self._mark}."))
         if self._cgroup is not None and not self._cgroup.remove(_GONE_WAIT):
-            sweep(needle(f"{self._mark}."))
+            sweep(environ_needle(f"{self._mark}."))
             self._cgroup.remove(1.0)
         for path in (self._state_dir, self._root):
             remove_tree(path)
@@ -554,7 +549,8 @@ class LocalSandbox(Sandbox):
             cgroup.kill()
         if self._runs:
             await in_thread(
-                lambda: sweep(needle(f"{self._mark}.")), name=f"hermes-local-stop-{self.task_id}"
+                lambda: sweep(environ_needle(f"{self._mark}.")),
+                name=f"hermes-local-stop-{self.task_id}",
             )
         if cgroup is not None:
             cgroup.kill()
@@ -570,7 +566,7 @@ class LocalSandbox(Sandbox):
             return
         command.kill_group()
         # Reads /proc: in a thread where one can start.
-        await in_thread(lambda: sweep(needle(mark, exact=True)), name="hermes-local-kill")
+        await in_thread(lambda: sweep(environ_needle(mark, exact=True)), name="hermes-local-kill")
 
     # files --------------------------------------------------------------------------
     # Plain mode: sandbox paths are host paths, so transfers are plain copies (in a
@@ -584,14 +580,14 @@ class LocalSandbox(Sandbox):
         """
         await self._ready()
         if self._namespace is not None:
-            source = await asyncio.to_thread(_open_source, Path(local))
+            source = await asyncio.to_thread(open_source, Path(local))
             try:
                 target = await self._namespace.open(self.resolve(remote), write=True)
-                await asyncio.to_thread(_copy_fd, source, target)
+                await asyncio.to_thread(copy_fd, source, target)
             finally:
                 os.close(source)
             return
-        await asyncio.to_thread(_copy_file, Path(local), Path(self.resolve(remote)))
+        await asyncio.to_thread(copy_file, Path(local), Path(self.resolve(remote)))
 
     async def download_file(self, remote: str, local: str | Path) -> None:
         """Copy a sandbox file to the host (parent directories are created).
@@ -603,12 +599,12 @@ class LocalSandbox(Sandbox):
         if self._namespace is not None:
             source = await self._namespace.open(self.resolve(remote), write=False)
             try:
-                target = await asyncio.to_thread(_open_target, Path(local))
-                await asyncio.to_thread(_copy_fd, source, target)
+                target = await asyncio.to_thread(open_target, Path(local))
+                await asyncio.to_thread(copy_fd, source, target)
             finally:
                 os.close(source)
             return
-        await asyncio.to_thread(_copy_file, Path(self.resolve(remote)), Path(local))
+        await asyncio.to_thread(copy_file, Path(self.resolve(remote)), Path(local))
 
     async def upload_dir(self, local: str | Path, remote: str) -> None:
         """Copy a host directory tree into ``remote`` in the sandbox.
@@ -620,7 +616,7 @@ class LocalSandbox(Sandbox):
         if self._namespace is not None:
             await super().upload_dir(local, remote)
             return
-        await asyncio.to_thread(_copy_tree, Path(local), Path(self.resolve(remote)))
+        await asyncio.to_thread(copy_tree, Path(local), Path(self.resolve(remote)))
 
     async def download_dir(self, remote: str, local: str | Path) -> None:
         """Copy a sandbox directory tree into the host directory ``local``.
@@ -635,147 +631,21 @@ class LocalSandbox(Sandbox):
         source = Path(self.resolve(remote))
         if not await asyncio.to_thread(source.is_dir):
             raise FileNotFoundError(f"no directory {source} in sandbox {self.task_id}")
-        await asyncio.to_thread(_copy_tree, source, Path(local))
+        await asyncio.to_thread(copy_tree, source, Path(local))
 
     async def _read_bytes(self, path: str) -> bytes:
         if self._namespace is None:
             return await asyncio.to_thread(Path(path).read_bytes)
         fd = await self._namespace.open(path, write=False)
-        return await asyncio.to_thread(_read_fd, fd, path)
+        return await asyncio.to_thread(read_fd, fd, path)
 
     async def _write_bytes(self, path: str, data: bytes) -> None:
         if self._namespace is None:
-            await asyncio.to_thread(_write_file, Path(path), data)
+            await asyncio.to_thread(write_file, Path(path), data)
             return
         fd = await self._namespace.open(path, write=True)
-        await asyncio.to_thread(_write_fd, fd, data)
+        await asyncio.to_thread(write_fd, fd, data)
 
 
 def _inside(path: str, root: str) -> bool:
     return os.path.commonpath([os.path.abspath(path), root]) == root
-
-
-def _check_options(options: SandboxOptions) -> tuple[Isolation, int, tuple[str, ...]]:
-    """The isolation, ``/tmp`` size and host directories asked for.
-
-    Raises:
-        ValueError: for anything the local backend cannot do as asked.
-    """
-    unknown = sorted(str(k) for k in options.extra if k not in _OPTIONS)
-    if unknown:
-        raise ValueError(
-            f"local backend: unknown option(s) {', '.join(unknown)}; it takes the common "
-            "SandboxOptions fields (image, workdir, terminal_timeout, terminal_lifetime, env, "
-            "memory_mb, pids_limit, network, max_output_chars), isolation ('none', 'bwrap', "
-            "'auto'), tmp_size_mb and host_dirs"
-        )
-    isolation = options.extra.get("isolation", "auto")
-    if isolation not in ISOLATION_MODES:
-        raise ValueError(
-            f"local backend: isolation must be one of {', '.join(ISOLATION_MODES)}, "
-            f"got {isolation!r}"
-        )
-    limits = [name for name in _UNSUPPORTED_LIMITS if getattr(options, name) is not None]
-    if limits:
-        raise ValueError(
-            f"local backend: cannot enforce {', '.join(limits)}; leave them unset or use "
-            "the docker backend for CPU limits"
-        )
-    for name in ("pids_limit", "memory_mb"):
-        value = getattr(options, name)
-        if value is not None and not _positive_int(value):
-            raise ValueError(f"local backend: {name} must be a positive integer, got {value!r}")
-    tmp_size = options.extra.get("tmp_size_mb", DEFAULT_TMP_SIZE_MB)
-    if not _positive_int(tmp_size):
-        raise ValueError(
-            f"local backend: tmp_size_mb must be a positive integer (MB), got {tmp_size!r}"
-        )
-    host_dirs = options.extra.get("host_dirs", ())
-    if isinstance(host_dirs, str) or not all(
-        isinstance(d, str) and os.path.isabs(d) for d in host_dirs
-    ):
-        raise ValueError(
-            "local backend: host_dirs must be a list of absolute host directory paths, "
-            f"got {host_dirs!r}"
-        )
-    for key, value in options.env.items():
-        if not isinstance(key, str) or not key or "=" in key or "\0" in key:
-            raise ValueError(f"env: invalid variable name {key!r}")
-        if not isinstance(value, str) or "\0" in value:
-            raise ValueError(f"env[{key!r}] must be a string without NUL bytes, got {value!r}")
-        if key == MARKER_VARIABLE:
-            raise ValueError(f"env: {MARKER_VARIABLE} is reserved by the local backend")
-    dirs = tuple(os.path.normpath(d) for d in host_dirs)
-    return isolation, tmp_size, dirs
-
-
-def _positive_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
-
-
-def _read_fd(fd: int, path: str) -> bytes:
-    with open(fd, "rb", closefd=True) as handle:
-        return handle.read()
-
-
-def _write_fd(fd: int, data: bytes) -> None:
-    with open(fd, "wb", closefd=True) as handle:
-        handle.write(data)
-
-
-def _open_source(source: Path) -> int:
-    """A host file opened for reading.
-
-    Raises:
-        FileNotFoundError: if it does not exist.
-        IsADirectoryError: if it is a directory.
-    """
-    fd = os.open(source, os.O_RDONLY | os.O_CLOEXEC)
-    if stat.S_ISDIR(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise IsADirectoryError(errno.EISDIR, "Is a directory", str(source))
-    return fd
-
-
-def _open_target(target: Path) -> int:
-    """A host file opened for writing (parents made, truncated)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    return os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
-
-
-def _copy_fd(source: int, target: int) -> None:
-    """Copy ``source`` to ``target`` in the kernel where it can (``sendfile``), then close
-    ``target``."""
-    try:
-        offset = 0
-        try:
-            while sent := os.sendfile(target, source, offset, 1 << 30):
-                offset += sent
-        except OSError as exc:
-            if exc.errno not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
-                raise
-            os.lseek(source, offset, os.SEEK_SET)
-            while chunk := os.read(source, 1 << 20):
-                view = memoryview(chunk)
-                while view:
-                    view = view[os.write(target, view) :]
-    finally:
-        os.close(target)
-
-
-def _write_file(target: Path, data: bytes) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(data)
-
-
-def _copy_file(source: Path, target: Path) -> None:
-    if source.is_dir():
-        raise IsADirectoryError(f"{source} is a directory")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(source, target)
-
-
-def _copy_tree(source: Path, target: Path) -> None:
-    if not source.is_dir():
-        raise NotADirectoryError(f"{source} is not a directory")
-    shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)

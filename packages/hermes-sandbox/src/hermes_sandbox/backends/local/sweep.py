@@ -1,10 +1,9 @@
-"""Finding a local sandbox's processes by their marker variable, and what dead owners left.
+"""What the local sandboxes of dead owners left, and removing it.
 
-Every process a local sandbox starts carries ``HERMES_SANDBOX_MARKER=<sandbox id>.<command
-number>`` in its environment, and so do its descendants, also those that left the
-command's session or process group (``setsid``, ``nohup ... &``, double-forking daemons).
-``sweep`` stops, then kills every process whose environment carries a marker, by reading
-``/proc``. ``reap_orphans`` removes what the local sandboxes of dead processes left.
+Every process a local sandbox starts carries its marker (``<sandbox id>.<command
+number>``, see ``hermes_sandbox.processes``). ``reap_orphans`` removes what the local
+sandboxes of dead processes left: their commands still running (swept by marker), their
+directories, shell state and cgroups.
 """
 
 from __future__ import annotations
@@ -13,84 +12,13 @@ import contextlib
 import os
 import re
 import shutil
-import signal
 import stat
 import tempfile
 
 from hermes_sandbox.backends.local.cgroup import remove_orphan_cgroups
+from hermes_sandbox.processes import environ_needle, sweep
 
-__all__ = [
-    "MARKER_VARIABLE",
-    "needle",
-    "process_exists",
-    "reap_orphans",
-    "remove_tree",
-    "state_parent",
-    "sweep",
-]
-
-#: The environment variable that tags every process a sandbox starts.
-MARKER_VARIABLE = "HERMES_SANDBOX_MARKER"
-
-# Sweeps of /proc before giving up on a process that keeps reappearing.
-_SWEEP_ROUNDS = 50
-
-
-def needle(mark: str, *, exact: bool = False) -> bytes:
-    """What a process's ``/proc/<pid>/environ`` (with a leading NUL) contains if it carries
-    ``mark`` (``exact``: that mark and no longer one)."""
-    return f"\0{MARKER_VARIABLE}={mark}{chr(0) if exact else ''}".encode()
-
-
-def _marked(pattern: bytes) -> list[int]:
-    """Processes (not this one) whose environment holds ``pattern``."""
-    me = os.getpid()
-    head = pattern[1:]
-    try:
-        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
-    except OSError:
-        return []
-    found = []
-    for pid in pids:
-        if pid == me:
-            continue
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as handle:
-                environ = handle.read()
-        except OSError:
-            continue
-        if environ.startswith(head) or pattern in environ:
-            found.append(pid)
-    return found
-
-
-def sweep(pattern: bytes) -> int:
-    """Kill every process whose environment holds ``pattern``; returns how many kills were
-    sent (0 on a system without ``/proc``).
-
-    Processes are first stopped (SIGSTOP), round after round until a round finds no new
-    one, so that a process that keeps forking (a fork bomb) cannot replace the ones being
-    killed; then all are killed (SIGKILL, repeated until none is left). Blocking.
-    """
-    stopped: set[int] = set()
-    for _ in range(_SWEEP_ROUNDS):
-        fresh = [pid for pid in _marked(pattern) if pid not in stopped]
-        if not fresh:
-            break
-        for pid in fresh:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGSTOP)
-        stopped.update(fresh)
-    sent = 0
-    for _ in range(_SWEEP_ROUNDS):
-        found = _marked(pattern)
-        if not found:
-            break
-        for pid in found:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-                sent += 1
-    return sent
+__all__ = ["process_exists", "reap_orphans", "remove_tree", "state_parent"]
 
 
 def remove_tree(path: str) -> None:
@@ -140,7 +68,7 @@ def reap_orphans(directory: str | None = None) -> list[str]:
         found = ORPHAN_NAME.fullmatch(name)
         if found is None or process_exists(int(found[1])):
             continue
-        sweep(needle(found[2]))
+        sweep(environ_needle(found[2]))
         path = os.path.join(base, name)
         remove_tree(path)
         remove_tree(os.path.join(state_parent(), f"{name}.shell"))

@@ -13,7 +13,7 @@ from hermes_sandbox.tools.web.pages import (
     WebSearchResult,
     cap_text,
 )
-from hermes_sandbox.tools.web.sdk import close_quietly, field, find_api_key, import_sdk
+from hermes_sandbox.tools.web.sdk import client_for_call, field, find_api_key, import_sdk
 
 __all__ = ["FirecrawlProvider"]
 
@@ -53,8 +53,6 @@ class FirecrawlProvider:
         self.max_chars = max_chars
 
     def _new_client(self) -> Any:
-        if self._client is not None:
-            return self._client
         sdk = import_sdk("firecrawl", "firecrawl-py")
         kwargs: dict[str, Any] = {"api_key": self._api_key}
         if self.api_url:
@@ -67,14 +65,13 @@ class FirecrawlProvider:
         Raises:
             WebProviderError: if the Firecrawl call fails.
         """
-        client = self._new_client()
-        try:
-            answer = await client.search(query, limit=max_results)
-        except Exception as exc:
-            raise WebProviderError(f"Firecrawl search failed: {type(exc).__name__}: {exc}") from exc
-        finally:
-            if client is not self._client:
-                await close_quietly(client)
+        async with client_for_call(self._client, self._new_client) as client:
+            try:
+                answer = await client.search(query, limit=max_results)
+            except Exception as exc:
+                raise WebProviderError(
+                    f"Firecrawl search failed: {type(exc).__name__}: {exc}"
+                ) from exc
         hits = field(answer, "web", "data") or []
         results = []
         for hit in hits[:max_results]:
@@ -90,12 +87,8 @@ class FirecrawlProvider:
 
     async def extract(self, urls: Sequence[str]) -> list[WebPage]:
         """Firecrawl scrape of each URL (markdown), concurrently."""
-        client = self._new_client()
-        try:
+        async with client_for_call(self._client, self._new_client) as client:
             return list(await asyncio.gather(*(self._scrape(client, url) for url in urls)))
-        finally:
-            if client is not self._client:
-                await close_quietly(client)
 
     async def _scrape(self, client: Any, url: str) -> WebPage:
         try:

@@ -4,14 +4,15 @@ reading fields of SDK answers, and closing per-call clients."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import os
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from hermes_sandbox.errors import WebProviderError
 
-__all__ = ["close_quietly", "field", "find_api_key", "import_sdk"]
+__all__ = ["client_for_call", "close_quietly", "field", "find_api_key", "import_sdk"]
 
 
 def import_sdk(module: str, package: str) -> Any:
@@ -60,3 +61,21 @@ async def close_quietly(client: Any) -> None:
             await result
     except Exception:  # closing a finished client must not hide the answer
         return
+
+
+@contextlib.asynccontextmanager
+async def client_for_call(given: Any, make: Callable[[], Any]) -> AsyncIterator[Any]:
+    """The SDK client for one provider call: ``given`` when the caller passed one (its
+    owner closes it), else a new one from ``make``, closed quietly when the block ends.
+
+    Raises:
+        Exception: what ``make`` raises (e.g. ``WebProviderError`` for a missing SDK).
+    """
+    if given is not None:
+        yield given
+        return
+    client = make()
+    try:
+        yield client
+    finally:
+        await close_quietly(client)

@@ -12,7 +12,7 @@ from hermes_sandbox.tools.web.pages import (
     WebSearchResult,
     cap_text,
 )
-from hermes_sandbox.tools.web.sdk import close_quietly, field, find_api_key, import_sdk
+from hermes_sandbox.tools.web.sdk import client_for_call, field, find_api_key, import_sdk
 
 __all__ = ["TavilyProvider"]
 
@@ -51,20 +51,17 @@ class TavilyProvider:
         self.max_chars = max_chars
 
     def _new_client(self) -> Any:
-        if self._client is not None:
-            return self._client
         sdk = import_sdk("tavily", "tavily-python")
         return sdk.AsyncTavilyClient(api_key=self._api_key)
 
     async def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        client = self._new_client()
-        try:
-            return await getattr(client, method)(*args, **kwargs)
-        except Exception as exc:
-            raise WebProviderError(f"Tavily {method} failed: {type(exc).__name__}: {exc}") from exc
-        finally:
-            if client is not self._client:
-                await close_quietly(client)
+        async with client_for_call(self._client, self._new_client) as client:
+            try:
+                return await getattr(client, method)(*args, **kwargs)
+            except Exception as exc:
+                raise WebProviderError(
+                    f"Tavily {method} failed: {type(exc).__name__}: {exc}"
+                ) from exc
 
     async def search(self, query: str, *, max_results: int = 5) -> list[WebSearchResult]:
         """Tavily search.

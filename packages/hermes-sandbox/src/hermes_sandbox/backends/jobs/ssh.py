@@ -9,7 +9,8 @@ removes the per-task directory and the shell state, and closes the connection.
 An asyncssh connection belongs to the event loop that opened it. When the sandbox is used
 from another loop while its own still runs (a blocking ``ToolContext`` call made on that
 loop's thread runs on the context's private loop), that loop gets a connection of its own
-to the same host, opened on first use and closed with the sandbox; the remote state
+to the same host, opened on first use and closed with the sandbox (``_ssh_loops.py``;
+the connection options and opening a connection are ``_ssh_connect.py``); the remote state
 (directory, shell session, jobs) is the same whichever connection reaches it. A
 caller-owned ``connection`` cannot be copied: such a sandbox is used from its own loop
 only (elsewhere asyncssh refuses, and ``ToolContext`` says to await its async twins).
@@ -40,19 +41,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-import getpass
 import logging
-import os
 import posixpath
-import random
-import re
 import shlex
 import uuid
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
-from hermes_sandbox.backends._jobs import (
+from hermes_sandbox.backends.jobs._job import (
     BOOT,
     ByteReader,
     JobLedger,
@@ -61,7 +56,9 @@ from hermes_sandbox.backends._jobs import (
     run_job,
     safe_name,
 )
-from hermes_sandbox.backends.extra_options import check_extra
+from hermes_sandbox.backends.jobs._ssh_connect import SSHEndpoint
+from hermes_sandbox.backends.jobs._ssh_loops import LoopConnection, LoopConnections
+from hermes_sandbox.backends.option_check import check_extra
 from hermes_sandbox.base import Sandbox
 from hermes_sandbox.errors import (
     BackendUnavailableError,
@@ -71,6 +68,7 @@ from hermes_sandbox.errors import (
 )
 from hermes_sandbox.options import SandboxOptions
 from hermes_sandbox.output import OutputCollector
+from hermes_sandbox.processes import DEFAULT_PATH
 from hermes_sandbox.result import ExecResult
 from hermes_sandbox.teardown import run_detached
 
@@ -107,19 +105,12 @@ OPTION_KEYS = frozenset(
     }
 )
 
-#: PATH every command starts with (``options.env`` may replace it).
-DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #: Seconds allowed for one file or directory transfer.
 TRANSFER_TIMEOUT = 600.0
 #: Seconds allowed for the small housekeeping commands (setup, kill, cleanup).
 HOUSEKEEPING_TIMEOUT = 60.0
 #: Seconds ``close()`` spends reconnecting to clean up after the connection died.
 RECONNECT_TIMEOUT = 10.0
-#: How often a connection attempt that was dropped before authentication is retried
-#: (sshd drops connections beyond ``MaxStartups`` while many sandboxes start at once).
-CONNECT_ATTEMPTS = 4
-
-_KEY_TEXT = re.compile(r"^\s*(ssh-|ecdsa-|sk-|rsa-|x509v3-)")
 
 
 class SSHSandbox(Sandbox):
@@ -176,14 +167,10 @@ class SSHSandbox(Sandbox):
         host = extra.get("host")
         if self._shared is None and not (isinstance(host, str) and host):
             raise ValueError("ssh backend needs host=... (or connection=...)")
-        self.host: str = host or "shared-connection"
-        self.port = _port_option(extra)
-        self.username: str = str(extra.get("username") or getpass.getuser())
-        self._connect_timeout = float(extra.get("connect_timeout", 30.0))
-        if self._connect_timeout <= 0:
-            raise ValueError("ssh backend: connect_timeout must be positive")
-        self._auth = _auth_options(extra)
-        self._host_key_policy = _host_key_policy(extra)
+        self.endpoint = SSHEndpoint.from_options(extra, host or "shared-connection")
+        self.host = self.endpoint.host
+        self.port = self.endpoint.port
+        self.username = self.endpoint.username
         base_dir = str(extra.get("base_dir") or f"/tmp/hermes-sandbox-{self.username}")
         if not posixpath.isabs(base_dir):
             raise ValueError(f"ssh backend: base_dir must be an absolute path, got {base_dir!r}")
@@ -196,22 +183,21 @@ class SSHSandbox(Sandbox):
         self._sftp: SFTPClient | None = None
         self._sftp_lock = asyncio.Lock()
         self._jobs = JobLedger()
-        # The loop the connection belongs to, and the connections of other loops.
-        self._home_loop: asyncio.AbstractEventLoop | None = None
-        self._away: dict[asyncio.AbstractEventLoop, _Away] = {}
+        # The connections of other loops than the one the connection belongs to.
+        self._loops = LoopConnections(self.endpoint.connect)
 
     @property
     def target(self) -> str:
         """``user@host:port``, for messages."""
-        return f"{self.username}@{self.host}:{self.port}"
+        return self.endpoint.target
 
     # lifecycle ----------------------------------------------------------------------
     async def _start(self) -> None:
-        self._home_loop = asyncio.get_running_loop()
+        self._loops.home = asyncio.get_running_loop()
         if self._shared is not None:
             self._conn = self._shared
         else:
-            self._conn = await self._connect()
+            self._conn = await self.endpoint.connect()
         try:
             await self._setup_remote()
         except BaseException:
@@ -219,70 +205,6 @@ class SSHSandbox(Sandbox):
                 await asyncio.shield(self._cleanup_remote())
             await asyncio.shield(self._disconnect())
             raise
-
-    async def _connect(self) -> SSHClientConnection:
-        known_hosts = await self._resolve_known_hosts()
-        kwargs: dict[str, Any] = {
-            "port": self.port,
-            "username": self.username,
-            "known_hosts": known_hosts,
-            "config": None,
-            "connect_timeout": self._connect_timeout,
-            **self._auth,
-        }
-        delay = 0.2
-        for attempt in range(1, CONNECT_ATTEMPTS + 1):
-            try:
-                return await asyncssh.connect(self.host, **kwargs)
-            except asyncssh.HostKeyNotVerifiable as exc:
-                raise SandboxStartError(
-                    f"ssh: the host key of {self.host}:{self.port} is not trusted ({exc}); "
-                    "add it to known_hosts, pass host_key=<the server's public key>, or, "
-                    "for throwaway test hosts only, insecure_skip_host_key_check=True"
-                ) from exc
-            except asyncssh.PermissionDenied as exc:
-                raise SandboxStartError(
-                    f"ssh: {self.target} refused authentication ({exc}); check username and "
-                    "client_keys/key_path/password, and that the key is in the remote "
-                    "authorized_keys"
-                ) from exc
-            except (asyncssh.ConnectionLost, ConnectionResetError, BrokenPipeError) as exc:
-                # sshd drops unauthenticated connections beyond MaxStartups: try again.
-                if attempt == CONNECT_ATTEMPTS:
-                    raise SandboxStartError(
-                        f"ssh: {self.host}:{self.port} dropped the connection {attempt} times "
-                        f"({exc}); if many sandboxes start at once, raise sshd's MaxStartups"
-                    ) from exc
-                await asyncio.sleep(delay * (1 + random.random()))
-                delay *= 2
-            except (OSError, TimeoutError) as exc:
-                raise SandboxStartError(
-                    f"ssh: cannot connect to {self.host}:{self.port} "
-                    f"({exc or type(exc).__name__}); check that sshd runs there and is "
-                    "reachable, or raise connect_timeout"
-                ) from exc
-            except asyncssh.Error as exc:
-                raise SandboxStartError(f"ssh: connecting to {self.target} failed: {exc}") from exc
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    async def _resolve_known_hosts(self) -> Any:
-        kind, value = self._host_key_policy
-        if kind == "insecure":
-            return None
-        if kind == "host_key":
-            return (await asyncio.to_thread(_load_public_keys, value), [], [])
-        if isinstance(value, asyncssh.SSHKnownHosts):
-            return value
-        path = value if kind == "known_hosts" else "~/.ssh/known_hosts"
-        try:
-            return await asyncio.to_thread(_read_known_hosts, path)
-        except OSError as exc:
-            if kind == "known_hosts":
-                raise SandboxStartError(f"ssh: cannot read known_hosts file {path}: {exc}") from exc
-            raise SandboxStartError(
-                f"ssh: no ~/.ssh/known_hosts to check the host key of {self.host}:{self.port}; "
-                "pass known_hosts=<file> or host_key=<the server's public key>"
-            ) from exc
 
     async def _setup_remote(self) -> None:
         script = (
@@ -333,8 +255,8 @@ class SSHSandbox(Sandbox):
             if self._shared is not None:
                 return
             # The connection died: reconnect once to clean up what the sandbox left.
-            self._conn = await asyncio.wait_for(self._connect(), RECONNECT_TIMEOUT)
-            self._home_loop = asyncio.get_running_loop()
+            self._conn = await asyncio.wait_for(self.endpoint.connect(), RECONNECT_TIMEOUT)
+            self._loops.home = asyncio.get_running_loop()
         script = self._jobs.kill_all_script()
         script += (
             f"rm -rf -- {shlex.quote(self.root_dir)} {shlex.quote(self._state_dir)} "
@@ -346,7 +268,7 @@ class SSHSandbox(Sandbox):
         self._jobs.forget()
 
     async def _disconnect(self) -> None:
-        self._close_away()
+        self._loops.close_all()
         sftp, self._sftp = self._sftp, None
         if sftp is not None:
             sftp.exit()
@@ -403,44 +325,19 @@ class SSHSandbox(Sandbox):
 
         await self._jobs.stop(run)
 
-    def _close_away(self) -> None:
-        """Close the connections of other loops, each on its own loop."""
-        while self._away:
-            loop, away = self._away.popitem()
-            conn = away.conn
-            if conn is None:
-                continue
-            try:
-                here = asyncio.get_running_loop() is loop
-            except RuntimeError:
-                here = False
-            with contextlib.suppress(RuntimeError):  # that loop is closed: the OS closes it
-                if here:
-                    conn.close()
-                else:
-                    loop.call_soon_threadsafe(conn.close)
-
-    async def _away_session(self) -> _Away | None:
+    async def _away_session(self) -> LoopConnection | None:
         """The connection of the running loop when it is not the sandbox's own loop and
-        that one still runs (opened on first use); None where the own connection serves.
+        that one still runs (opened on first use); None where the own connection serves
+        (always for a caller-owned ``connection``, which cannot be copied).
 
         Raises:
             SandboxClosedError: if the sandbox's connection is closed.
             SandboxStartError: if the extra connection cannot be opened.
         """
         self._live_connection()
-        loop = asyncio.get_running_loop()
-        home = self._home_loop
-        if self._shared is not None or home is None or loop is home or not home.is_running():
+        if self._shared is not None:
             return None
-        away = self._away.get(loop)
-        if away is None:
-            away = self._away.setdefault(loop, _Away())
-        async with away.lock:
-            if away.conn is None or away.conn.is_closed():
-                away.sftp = None
-                away.conn = await self._connect()
-        return away
+        return await self._loops.for_running_loop()
 
     async def _connection(self) -> SSHClientConnection:
         """The connection to use from the running loop.
@@ -580,15 +477,6 @@ class SSHSandbox(Sandbox):
         return out
 
 
-@dataclass
-class _Away:
-    """The connection (and SFTP client) of an event loop other than the sandbox's own."""
-
-    conn: SSHClientConnection | None = None
-    sftp: SFTPClient | None = None
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-
-
 class _ChannelJob:
     """One command's runner on an ssh channel, as ``run_job`` drives it."""
 
@@ -661,85 +549,3 @@ def _os_error(exc: Exception, path: str) -> OSError:
         if isinstance(exc, getattr(asyncssh, name)):
             return cls(code, str(getattr(exc, "reason", exc)) or cls.__name__, path)
     return OSError(errno.EIO, f"sftp: {getattr(exc, 'reason', exc)}", path)
-
-
-def _port_option(extra: Mapping[str, Any]) -> int:
-    value = extra.get("port", 22)
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 65536:
-        raise ValueError(f"ssh backend: port must be an integer from 1 to 65535, got {value!r}")
-    return value
-
-
-def _auth_options(extra: Mapping[str, Any]) -> dict[str, Any]:
-    keys: list[Any] = []
-    client_keys = extra.get("client_keys")
-    if client_keys is not None:
-        if isinstance(client_keys, (str, os.PathLike)):
-            client_keys = [client_keys]
-        keys.extend(client_keys)
-    if extra.get("key_path") is not None:
-        keys.append(extra["key_path"])
-    keys = [
-        os.path.expanduser(os.fspath(k)) if isinstance(k, (str, os.PathLike)) else k for k in keys
-    ]
-    auth: dict[str, Any] = {}
-    if keys:
-        # Only the given keys: no agent, no default identities.
-        auth.update(client_keys=keys, agent_path=None, agent_identities=None)
-    if extra.get("passphrase") is not None:
-        auth["passphrase"] = extra["passphrase"]
-    if extra.get("password") is not None:
-        auth["password"] = extra["password"]
-        if not keys:
-            auth.update(client_keys=None, agent_path=None, agent_identities=None)
-    return auth
-
-
-def _host_key_policy(extra: Mapping[str, Any]) -> tuple[str, Any]:
-    chosen = [
-        name
-        for name in ("known_hosts", "host_key", "insecure_skip_host_key_check")
-        if extra.get(name) not in (None, False)
-    ]
-    if len(chosen) > 1:
-        raise ValueError(
-            f"ssh backend: give only one of known_hosts, host_key, "
-            f"insecure_skip_host_key_check (got {', '.join(chosen)})"
-        )
-    if not chosen:
-        return ("default", None)
-    name = chosen[0]
-    if name == "insecure_skip_host_key_check":
-        if extra[name] is not True:
-            raise ValueError("ssh backend: insecure_skip_host_key_check must be True or False")
-        return ("insecure", None)
-    value = extra[name]
-    if name == "host_key":
-        items = value if isinstance(value, (list, tuple)) else [value]
-        if not items:
-            raise ValueError("ssh backend: host_key is empty")
-        return ("host_key", list(items))
-    return ("known_hosts", value)
-
-
-def _read_known_hosts(path: Any) -> Any:
-    """Load a known_hosts file (reads the disk: call it in a thread)."""
-    return asyncssh.read_known_hosts(os.path.expanduser(os.fspath(path)))
-
-
-def _load_public_keys(items: Iterable[Any]) -> list[Any]:
-    """Public keys from OpenSSH text, ``.pub`` paths or key objects (may read files)."""
-    keys: list[Any] = []
-    for item in items:
-        if isinstance(item, asyncssh.SSHKey):
-            keys.append(item)
-        elif isinstance(item, bytes) or (isinstance(item, str) and _KEY_TEXT.match(item)):
-            keys.append(asyncssh.import_public_key(item))
-        elif isinstance(item, (str, os.PathLike)):
-            try:
-                keys.extend(asyncssh.read_public_key_list(os.path.expanduser(os.fspath(item))))
-            except OSError as exc:
-                raise SandboxStartError(f"ssh: cannot read host_key file {item}: {exc}") from exc
-        else:
-            raise SandboxStartError(f"ssh: host_key entries must be keys or paths, got {item!r}")
-    return keys

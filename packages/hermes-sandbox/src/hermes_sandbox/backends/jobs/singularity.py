@@ -36,7 +36,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hermes_sandbox.backends._jobs import (
+from hermes_sandbox.backends.jobs._job import (
     BOOT,
     OUTPUT_GRACE,
     ByteReader,
@@ -46,7 +46,7 @@ from hermes_sandbox.backends._jobs import (
     run_job,
     safe_name,
 )
-from hermes_sandbox.backends.extra_options import check_extra
+from hermes_sandbox.backends.option_check import check_extra
 from hermes_sandbox.base import Sandbox
 from hermes_sandbox.errors import (
     BackendUnavailableError,

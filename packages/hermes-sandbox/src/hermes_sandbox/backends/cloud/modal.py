@@ -1,7 +1,7 @@
 """The ``modal`` backend: one Modal Sandbox per task, driven through the Modal SDK.
 
 Commands go through ``Sandbox.exec`` running the in-sandbox runner of
-``RemoteShellSandbox`` (``backends/_remote.py``), which enforces the timeout on the whole
+``RemoteShellSandbox`` (``backends/cloud/_runner.py``), which enforces the timeout on the whole
 process tree, keeps the output bounded inside the sandbox and kills a cancelled command.
 Files go through ``Sandbox.filesystem`` (``read_bytes`` / ``write_bytes``, and
 ``copy_to_local`` for files too big for one message).
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hermes_sandbox.backends._remote import RemoteShellSandbox
-from hermes_sandbox.backends.extra_options import check_extra
+from hermes_sandbox.backends.cloud._runner import RemoteShellSandbox
+from hermes_sandbox.backends.option_check import check_extra
 from hermes_sandbox.errors import (
     BackendUnavailableError,
     SandboxClosedError,

@@ -33,6 +33,7 @@ from hermes_sandbox.base import Sandbox
 from hermes_sandbox.errors import SandboxError, SandboxStartError
 from hermes_sandbox.options import SandboxOptions
 from hermes_sandbox.output import OutputCollector
+from hermes_sandbox.processes import MARKER_VARIABLE, kill_functions, marker_pattern
 from hermes_sandbox.result import ExecResult
 
 __all__ = ["RemoteShellSandbox"]
@@ -41,45 +42,12 @@ logger = logging.getLogger(__name__)
 
 # --- bash that runs inside the sandbox ---------------------------------------------------
 
-#: ``__hs_tree G``: the members of process group G and all their descendants (found by
-#: walking /proc, so children that left the group with setsid are found too).
-#: ``__hs_kill G M``: freeze and SIGKILL group G, its descendants and every process whose
-#: environment holds ``HERMES_SANDBOX_MARKER=M`` (daemons that left the session); three
-#: rounds, so that processes forked meanwhile die too. Either argument may be empty.
-_FUNCS = r"""
-__hs_tree() {
-  local out=" " more=1 f l pid pp pg
-  while [ -n "$more" ]; do
-    more=
-    for f in /proc/[0-9]*/stat; do
-      read -r l 2>/dev/null <"$f" || continue
-      pid=${l%% *}; l=${l##*) }; l=${l#* }; pp=${l%% *}; l=${l#* }; pg=${l%% *}
-      case $out in *" $pid "*) continue ;; esac
-      if [ "$pg" = "$1" ] || [ "$pid" = "$1" ]; then out="$out$pid "; more=1
-      else case $out in *" $pp "*) out="$out$pid "; more=1 ;; esac; fi
-    done
-  done
-  echo $out
-}
-__hs_kill() {
-  local round v f
-  for round in 1 2 3; do
-    v=
-    if [ -n "$1" ]; then kill -STOP -- "-$1"; v=$(__hs_tree "$1"); fi
-    if [ -n "$2" ]; then
-      for f in $(grep -lzx "HERMES_SANDBOX_MARKER=$2" /proc/[0-9]*/environ); do
-        f=${f#/proc/}; v="$v ${f%%/*}"
-      done
-    fi
-    [ -n "$v" ] || return 0
-    kill -STOP $v; kill -KILL $v
-    [ -z "$1" ] || kill -KILL -- "-$1"
-  done
-} 2>/dev/null
-"""
+#: The kill functions (``hermes_sandbox.processes``), run from the sandbox's ``PATH``.
+_FUNCS = kill_functions()
 
 #: Runs ``bash -c SCRIPT`` with a timeout and bounded output.
-#: Arguments: script, timeout seconds, head bytes, tail bytes, run-file prefix, token.
+#: Arguments: script, timeout seconds, head bytes, tail bytes, run-file prefix, token,
+#: the token's marker pattern (``marker_pattern``).
 #: The command gets its own process group and the marker; its output goes through a FIFO
 #: to a reader that keeps the first bytes in ``$p.head`` and the last in ``$p.tail``
 #: (counting the rest). The head is copied by ``dd bs=1``: it never reads past its count
@@ -95,7 +63,7 @@ __hs_kill() {
 _RUNNER = (
     _FUNCS
     + r"""
-s=$1 t=$2 h=$3 k=$4 p=$5 tok=$6
+s=$1 t=$2 h=$3 k=$4 p=$5 tok=$6 m=$7
 exec 2>/dev/null </dev/null
 [ -e "$p.cancel" ] && exit 130
 if ! { mkdir -p "${p%/*}" && mkfifo "$p.out" "$p.cnt" "$p.tick"; }; then
@@ -105,20 +73,20 @@ trap 'rm -f "$p".out "$p".cnt "$p".tick "$p".n "$p".head "$p".tail "$p".pid "$p"
   "$p".killed "$p".cancel' EXIT
 exec 9<>"$p.tick"
 set -m
-HERMES_SANDBOX_MARKER=$tok bash -c "readonly HERMES_SANDBOX_MARKER
+@MARKER=$tok bash -c "readonly @MARKER
 $s" >"$p.out" 2>&1 &
 c=$!
 set +m
 echo "$c" >"$p.pid"
-[ -e "$p.cancel" ] && __hs_kill "$c" "$tok"
+[ -e "$p.cancel" ] && __hs_kill g "$c" "$m"
 wc -c >"$p.n" <"$p.cnt" &
 n=$!
 ( dd bs=1 count="$h" >"$p.head"; tee "$p.cnt" | tail -c "$k" >"$p.tail" ) >/dev/null <"$p.out" &
 r=$!
 set -m
 (
-  sleep "$t"; : >"$p.timeout"; __hs_kill "$c" "$tok"; : >"$p.killed"
-  sleep 2; kill -KILL $(__hs_tree "$r")
+  sleep "$t"; : >"$p.timeout"; __hs_kill g "$c" "$m"; : >"$p.killed"
+  sleep 2; __hs_tree g "$r"; kill -KILL "${__hs_found[@]}"
 ) >/dev/null &
 w=$!
 set +m
@@ -127,7 +95,7 @@ i=0
 while [ -e "$p.timeout" ] && ! [ -e "$p.killed" ] && [ "$i" -lt 2000 ]; do
   read -r -t 0.005 -u 9; i=$((i + 1))
 done
-g=2000; [ -z "$(__hs_tree "$c")" ] || g=40
+g=2000; __hs_tree g "$c"; [ "${#__hs_found[@]}" -eq 0 ] || g=40
 i=0
 while kill -0 "$r" && [ "$i" -lt "$g" ]; do read -r -t 0.005 -u 9; i=$((i + 1)); done
 kill -KILL -- "-$w"
@@ -144,9 +112,10 @@ d=$(( $(cat "$p.n" || echo 0) - k )); [ "$d" -gt 0 ] || d=0
 cat "$p.tail"
 printf '\n%s %s %s %s\n' "$tok" "$d" "$rc" "$to"
 """
-)
+).replace("@MARKER", MARKER_VARIABLE)
 
-#: Kills the command of a run whose caller went away (arguments: run-file prefix, token).
+#: Kills the command of a run whose caller went away (arguments: run-file prefix, the
+#: token's marker pattern).
 #: The tombstone stops a runner that has not started the command yet; the runner then
 #: finishes by itself.
 _KILLER = (
@@ -154,35 +123,25 @@ _KILLER = (
     + r"""
 : >"$1.cancel"
 c=$(cat "$1.pid" 2>/dev/null)
-__hs_kill "$c" "$2"
+__hs_kill g "$c" "$2"
 exit 0
 """
 )
 
 #: Kills every process the sandbox's commands left (``stop_processes``; arguments: the
-#: directory of the run files, the sandbox's token prefix): the process group and tree of
-#: every command still running (its run's ``.pid`` file), and every process whose marker
-#: starts with the prefix, pass after pass until none is left (exit 1 if they kept coming).
+#: directory of the run files, the marker pattern of the sandbox's tokens): the process
+#: group and tree of every command still running (its run's ``.pid`` file), and every
+#: process whose marker matches, pass after pass until none is left (exit 1 if they kept
+#: coming).
 _STOPPER = (
     _FUNCS
     + r"""
 exec </dev/null
 for f in "$1"/run-*.pid; do
   [ -e "$f" ] || continue
-  read -r c <"$f" 2>/dev/null && [ -n "$c" ] && __hs_kill "$c" ""
+  read -r c <"$f" 2>/dev/null && [ -n "$c" ] && __hs_kill g "$c" ""
 done
-n=0
-while [ "$n" -lt 50 ]; do
-  v=
-  for f in $(grep -lzE "^HERMES_SANDBOX_MARKER=$2[0-9a-f]+__\$" /proc/[0-9]*/environ); do
-    f=${f#/proc/}; v="$v ${f%%/*}"
-  done
-  [ -n "$v" ] || exit 0
-  kill -STOP $v; kill -KILL $v
-  n=$((n + 1))
-  [ "$n" -lt 3 ] || sleep 0.05
-done 2>/dev/null
-exit 1
+__hs_sweep "$2"
 """
 )
 
@@ -332,7 +291,7 @@ class RemoteShellSandbox(Sandbox):
         prefix = f"{self._state_dir}/run-{uuid.uuid4().hex[:12]}"
         token = f"{self._token_prefix}{uuid.uuid4().hex}__"
         argv = ["bash", "-c", _RUNNER, "hermes-run", script, f"{timeout:.3f}"]
-        argv += [str(head), str(tail), prefix, token]
+        argv += [str(head), str(tail), prefix, token, marker_pattern(token)]
         deadline = timeout + self.answer_grace
         try:
             async with asyncio.timeout(deadline):
@@ -349,7 +308,8 @@ class RemoteShellSandbox(Sandbox):
         return self._parse(raw, code, token, limit)
 
     async def _stop_processes(self) -> None:
-        argv = ["bash", "-c", _STOPPER, "hermes-stop", self._state_dir, self._token_prefix]
+        pattern = marker_pattern(self._token_prefix, "[0-9a-f]+__")
+        argv = ["bash", "-c", _STOPPER, "hermes-stop", self._state_dir, pattern]
         async with asyncio.timeout(self.control_timeout):
             code, raw = await self._exec_argv(argv, timeout=self.control_timeout, cap=4096)
         if code != 0:
@@ -361,7 +321,7 @@ class RemoteShellSandbox(Sandbox):
 
     async def _kill_run(self, prefix: str, token: str) -> None:
         """Kill the command of a run whose caller went away (best effort, never raises)."""
-        argv = ["bash", "-c", _KILLER, "hermes-kill", prefix, token]
+        argv = ["bash", "-c", _KILLER, "hermes-kill", prefix, marker_pattern(token)]
         job = asyncio.ensure_future(self._exec_argv(argv, timeout=self.control_timeout, cap=4096))
         try:
             await asyncio.wait_for(asyncio.shield(job), self.control_timeout)

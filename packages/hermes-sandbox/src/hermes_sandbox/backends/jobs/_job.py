@@ -1,7 +1,7 @@
 """What the ssh and singularity backends share: running a command as a job, and killing it.
 
 Both run each command through ``bash -c BOOT _ MARKER`` (a job with its own process
-group, tagged with ``MARKER_VARIABLE``) and kill leftovers with the scripts
+group, tagged with ``hermes_sandbox.processes.MARKER_VARIABLE``) and kill leftovers with the scripts
 ``kill_command_script`` (one command) and ``kill_all_script`` (a whole sandbox) write;
 ``JobLedger`` keeps a sandbox's markers and process groups. ``run_job`` is the one
 runner of a command: it sends the script, waits for the exit report or the timeout,
@@ -26,11 +26,11 @@ from typing import Protocol
 
 from hermes_sandbox.errors import SandboxError
 from hermes_sandbox.output import OutputCollector
+from hermes_sandbox.processes import MARKER_VARIABLE, kill_functions, marker_pattern
 from hermes_sandbox.result import ExecResult
 
 __all__ = [
     "BOOT",
-    "MARKER_VARIABLE",
     "OUTPUT_GRACE",
     "OUTPUT_IDLE",
     "ByteReader",
@@ -56,9 +56,6 @@ _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9_.-]+")
 _PGID_LINE = re.compile(rb"hermes-pgid:(\d+):(\d+)\n")
 _EXIT_LINE = re.compile(rb"hermes-exit:(\d+)\n")
 
-#: The environment variable that tags every process of a sandbox's commands.
-MARKER_VARIABLE = "HERMES_SANDBOX_MARKER"
-
 #: Runs (in the instance or the ssh channel) as ``bash -c BOOT _ MARKER``: starts the
 #: script (read from stdin) as a job with its own process group and the marker in its
 #: environment, reports ``pgid:sid`` on stderr, waits, reports the script's status and
@@ -72,31 +69,14 @@ BOOT = (
     'exit "$rc"\n'
 )
 
-#: Kills every process group listed in ``$1`` as ``" pgid:sid pgid:sid "``, checking
-#: in /proc that the group still belongs to that session (so a reused id is spared).
-_KILL_GROUPS = r"""
-targets=$1
-for f in /proc/[0-9]*/stat; do
-  IFS= read -r line < "$f" 2>/dev/null || continue
-  set -- ${line##*) }
-  case "$targets" in *" $3:$4 "*) printf '%s\n' "$3";; esac
-done | sort -u | while read -r g; do kill -9 -- "-$g" 2>/dev/null; done
-exit 0
-"""
+#: The kill functions (``hermes_sandbox.processes``), run from the host's ``PATH``.
+_FUNCS = kill_functions()
 
-#: Kills (repeatedly, until none is left) every process whose environment has an entry
-#: matching the extended regular expression ``$1``. (Reading another process's environ
-#: can block while that process holds its memory map lock: each pass is bounded.)
-_SWEEP = r"""
-n=0
-while [ "$n" -lt 50 ]; do
-  pids=$(timeout -s KILL 10 grep -lszE -- "$1" /proc/[0-9]*/environ | cut -d/ -f3)
-  [ -n "$pids" ] || exit 0
-  kill -9 $pids 2>/dev/null
-  n=$((n + 1))
-done
-exit 0
-"""
+
+def _in_bash(body: str, *args: str) -> str:
+    """A line that runs ``body`` (after the kill functions) in bash with ``args``, from
+    whatever shell runs the line (an ssh login shell may not be bash)."""
+    return f"bash -c {shlex.quote(_FUNCS + body)} _ {' '.join(map(shlex.quote, args))}\n"
 
 
 def safe_name(text: str, limit: int) -> str:
@@ -127,8 +107,7 @@ def kill_command_script(group: tuple[int, int] | None, marker: str) -> str:
     """A bash script that kills one command: its process group (when known), then every
     process whose marker is exactly ``marker``."""
     script = "" if group is None else f"kill -9 -- -{group[0]} 2>/dev/null\n"
-    pattern = f"^{MARKER_VARIABLE}={re.escape(marker)}$"
-    return script + f"bash -c {shlex.quote(_SWEEP)} _ {shlex.quote(pattern)}\n"
+    return script + _in_bash('__hs_sweep "$1"; exit 0', marker_pattern(marker))
 
 
 def kill_all_script(groups: Collection[tuple[int, int]], mark: str, *, ran: bool) -> str:
@@ -138,10 +117,9 @@ def kill_all_script(groups: Collection[tuple[int, int]], mark: str, *, ran: bool
     script = ""
     if groups:
         targets = " " + " ".join(f"{g}:{s}" for g, s in sorted(groups)) + " "
-        script += f"bash -c {shlex.quote(_KILL_GROUPS)} _ {shlex.quote(targets)}\n"
+        script += _in_bash('__hs_kill_groups "$1"', targets)
     if ran:
-        pattern = f"^{MARKER_VARIABLE}={re.escape(mark)}\\.[0-9]+$"
-        script += f"bash -c {shlex.quote(_SWEEP)} _ {shlex.quote(pattern)}\n"
+        script += _in_bash('__hs_sweep "$1"; exit 0', marker_pattern(mark, r"\.[0-9]+"))
     return script
 
 

@@ -1,24 +1,34 @@
-"""``LoopThread``: a private event loop running in a helper thread.
+"""Calling async code from blocking code: the one bridge between the two.
 
-Used to run coroutines from synchronous code (whether or not the caller is itself inside
-a running event loop) and to keep loop-bound resources, such as a Playwright browser, on
-one loop whatever loop or thread their users call from. Nothing here is global: each
-owner makes and stops its own ``LoopThread``.
+- ``LoopThread``: a private event loop running in a helper thread, to run coroutines
+  from synchronous code (whether or not the caller is itself inside a running event
+  loop) and to keep loop-bound resources, such as a Playwright browser, on one loop
+  whatever loop or thread their users call from.
+- ``try_run_on_loop``: run a coroutine on another thread's running loop, if it takes
+  the call promptly.
+- ``BlockingBridge``: what a blocking method of ``ToolContext`` runs its awaitable
+  twin through (the home loop when it can take the call, else a private
+  ``LoopThread``), and ``blocking``, which makes the blocking method from the twin.
+
+Nothing here is global: each owner makes and stops its own ``LoopThread`` and bridge.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import threading
-from collections.abc import Coroutine
-from typing import Any, TypeVar, cast
+import weakref
+from collections.abc import Callable, Coroutine
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, cast
 
-from hermes_sandbox.errors import ToolContextError
+from hermes_sandbox.errors import SandboxError, ToolContextError
 
-__all__ = ["LoopThread", "try_run_on_loop"]
+__all__ = ["BlockingBridge", "LoopThread", "blocking", "try_run_on_loop"]
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 #: How long an interrupted synchronous call waits for the coroutine's clean-up.
 _CANCEL_GRACE = 15.0
@@ -209,3 +219,134 @@ def try_run_on_loop(
             done.wait(_CANCEL_GRACE)
         raise
     return True, cast(T, value)
+
+
+class BlockingBridge:
+    """Runs coroutines for blocking callers, on the *home loop* or on a private loop.
+
+    Called from another thread while ``home`` (the loop the owner was made on, normally
+    the one its sandboxes live on) runs, ``run`` runs the coroutine on that loop, so
+    backends whose connections belong to it keep working; if that loop does not take the
+    call within ``home_grace`` seconds (it is blocked, perhaps waiting for this very
+    thread), or on the home loop's own thread, or without a home loop, it runs on a
+    private ``LoopThread`` that starts on first use and stops at ``stop()``.
+
+    Args:
+        name: names the private thread (``hermes-<name>``).
+        home: the home loop, or None.
+        owner: names the caller's subject in errors (e.g. ``"task 't1'"``).
+        home_grace: seconds the home loop has to take a call.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        home: asyncio.AbstractEventLoop | None,
+        *,
+        owner: str,
+        home_grace: float = 2.0,
+    ) -> None:
+        self.name = name
+        self.owner = owner
+        self.home = home
+        self.home_grace = home_grace
+        self._runner: LoopThread | None = None
+        self._lock = threading.Lock()
+
+    def _get_runner(self) -> LoopThread:
+        with self._lock:
+            if self._runner is None:
+                runner = LoopThread(f"hermes-{self.name}")
+                weakref.finalize(self, runner.stop)
+                self._runner = runner
+            return self._runner
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` to its end for a blocking caller and return its result.
+
+        Raises:
+            ToolContextError: kind ``reentrant`` if called from code the private loop
+                runs (it would wait for itself); kind ``loop_blocked`` if the coroutine
+                had to run away from the running home loop and the sandbox refused the
+                foreign loop (a ``RuntimeError`` other than a ``SandboxError``).
+            BaseException: what ``coro`` raises.
+        """
+        runner = self._runner
+        if runner is not None and runner.in_loop_thread():
+            coro.close()
+            raise ToolContextError(
+                "a blocking ToolContext method was called from code the context itself runs "
+                "(e.g. a tool handler under call_tool); await the async twin instead",
+                kind="reentrant",
+            )
+        home = self.home
+        if home is not None and home.is_running() and not home.is_closed():
+            try:
+                current: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+            except RuntimeError:
+                current = None
+            if current is not home:
+                ran, value = try_run_on_loop(home, coro, start_within=self.home_grace)
+                if ran:
+                    return cast(T, value)
+            # The home loop runs but cannot take the call, so the operation runs away from
+            # the loop the sandbox was made on. A RuntimeError that is not one of ours is
+            # then the sandbox (or its SDK) refusing a foreign loop, whatever its wording
+            # (asyncio's "attached to a different loop", an SDK's own check, ...).
+            try:
+                return self._get_runner().run(coro)
+            except SandboxError:
+                raise
+            except RuntimeError as exc:
+                raise ToolContextError(
+                    f"{self.owner}: this sandbox belongs to the event loop the rollout ran on, "
+                    "and a blocking ToolContext call cannot reach it while that loop is "
+                    "blocked (the call was made on its thread, or it waits for the caller); "
+                    "from async code use the awaitable twins (await ctx.aterminal(...), "
+                    f"await ctx.acleanup(), ...). The sandbox said: {exc}",
+                    kind="loop_blocked",
+                ) from exc
+        return self._get_runner().run(coro)
+
+    async def astop(self) -> None:
+        """``stop`` from async code (the thread is joined in a worker thread)."""
+        with self._lock:
+            runner, self._runner = self._runner, None
+        if runner is not None:
+            await asyncio.to_thread(runner.stop)
+
+    def stop(self) -> None:
+        """Stop the private loop, if one started (idempotent; a later ``run`` starts a
+        new one)."""
+        with self._lock:
+            runner, self._runner = self._runner, None
+        if runner is not None:
+            runner.stop()
+
+
+class BlockingOwner(Protocol):
+    """An object with blocking twins made by ``blocking``."""
+
+    def _blocking(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` for a blocking caller (closing it if the owner is unusable)."""
+        ...
+
+
+OwnerT = TypeVar("OwnerT", bound=BlockingOwner)
+
+
+def blocking(
+    twin: Callable[Concatenate[OwnerT, P], Coroutine[Any, Any, T]],
+) -> Callable[Concatenate[OwnerT, P], T]:
+    """The blocking method of the awaitable method ``twin`` (named ``aNAME``): the same
+    arguments, run to the end through the owner's ``_blocking`` (e.g. a
+    ``BlockingBridge``). In a class body: ``terminal = blocking(aterminal)``."""
+
+    @functools.wraps(twin)
+    def call(self: OwnerT, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return self._blocking(twin(self, *args, **kwargs))
+
+    call.__name__ = twin.__name__.removeprefix("a")
+    call.__qualname__ = f"{twin.__qualname__.rpartition('.')[0]}.{call.__name__}"
+    call.__doc__ = f"Synchronous ``{twin.__name__}`` (same arguments, same result)."
+    return call

@@ -1,7 +1,7 @@
 """The ``daytona`` backend: one Daytona sandbox per task, driven through ``AsyncDaytona``.
 
 Commands go through ``sandbox.process.exec`` (one request each) running the in-sandbox
-runner of ``RemoteShellSandbox`` (``backends/_remote.py``, shared with the modal
+runner of ``RemoteShellSandbox`` (``backends/cloud/_runner.py``, shared with the modal
 backend): it enforces the timeout on the whole process tree and keeps the output bounded
 inside the sandbox, which matters here because the Daytona daemon buffers a command's
 whole output in memory. Files go through ``sandbox.fs.upload_file`` / ``download_file``.
@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from hermes_sandbox.backends._remote import RemoteShellSandbox
-from hermes_sandbox.backends.extra_options import check_extra
+from hermes_sandbox.backends.cloud._runner import RemoteShellSandbox
+from hermes_sandbox.backends.option_check import check_extra
 from hermes_sandbox.errors import (
     BackendUnavailableError,
     SandboxClosedError,
