@@ -13,8 +13,7 @@ token worker process never needs.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from hermes_envs.errors import (
     DatasetLoadError,
@@ -25,6 +24,7 @@ from hermes_envs.errors import (
 )
 from hermes_envs.scoring.tokens import TokenizedRollout
 from hermes_envs.stats import RunStats
+from hermes_loop import lazy_exports
 
 if TYPE_CHECKING:
     from hermes_envs.base_env import HermesAgentBaseEnv
@@ -77,12 +77,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

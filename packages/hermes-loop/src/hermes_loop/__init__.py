@@ -3,13 +3,15 @@
 Every public name is imported on first use: the loop pulls in ``jsonschema`` and the
 endpoints ``openai`` (together about a second of start-up), which code that needs one
 small piece (the model server's command line, a chat-template render in a worker
-process) never pays for.
+process) never pays for. ``lazy_exports`` makes such a package ``__getattr__``; the
+other packages of the workspace use it for their own lazy names.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from hermes_loop._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from hermes_loop.dispatch import ToolOutcome, ToolRunner
@@ -67,6 +69,7 @@ __all__ = [
     "atif_trajectory",
     "bind_loop_scope",
     "current_loop_scope",
+    "lazy_exports",
 ]
 
 #: Names imported on first access, and the module that holds each.
@@ -105,14 +108,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

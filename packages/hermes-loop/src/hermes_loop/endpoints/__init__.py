@@ -7,9 +7,9 @@ server's command line, for one — never pays for.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from hermes_loop._lazy import lazy_exports
 from hermes_loop.endpoints.base import (
     ChatServer,
     ChatSession,
@@ -39,8 +39,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
