@@ -92,7 +92,7 @@ from hermes_loop import (
     ToolRegistry,
     ToolSet,
 )
-from hermes_loop.transformers_tokenizer import TransformersTokenizer
+from hermes_loop.templates import TransformersTokenizer
 from hermes_sandbox import (
     SandboxClosedError,
     SandboxPool,
@@ -1137,6 +1137,6 @@ def _chatml(
     tools: Sequence[Mapping[str, Any]] | None = None,
     add_generation_prompt: bool = True,
 ) -> str:
-    from hermes_loop.chat_template import render_prompt
+    from hermes_loop.templates import render_prompt
 
     return render_prompt(messages, tools, add_generation_prompt)

@@ -61,7 +61,7 @@ from hermes_loop.server.responders import Responder, ScriptExhaustedError
 from hermes_loop.server.routing import ModelRouter, ResponderSpec
 from hermes_loop.server.turns import Fault, ScriptError, Turn
 from hermes_loop.server.wire import Dropped, Rejected, read_json, send_events, send_json
-from hermes_loop.tokenizer import Tokenizer, load_tokenizer
+from hermes_loop.templates.tokenizer import Tokenizer, load_tokenizer
 from hermes_parsers import ToolCallParser, get_parser
 
 __all__ = [

@@ -37,7 +37,7 @@ from typing import NoReturn
 
 from hermes_loop.server.responders import Responder, load_script_file
 from hermes_loop.server.turns import ScriptError
-from hermes_loop.tokenizer import TokenizerUnavailableError
+from hermes_loop.templates.tokenizer import TokenizerUnavailableError
 
 __all__ = ["PROG", "build_arg_parser", "main"]
 

@@ -2,7 +2,7 @@
 
 OpenAI's chat completions API takes the roles ``developer``, ``system``, ``user``,
 ``assistant``, ``tool`` and ``function`` (``openai.types.chat.ChatCompletionRole``); the
-ChatML prompt the server renders (``hermes_loop.chat_template``) has ``system``,
+ChatML prompt the server renders (``hermes_loop.templates.chat_template``) has ``system``,
 ``user``, ``assistant`` and ``tool``. ``normalize_messages`` maps one onto the other:
 
 - ``developer`` becomes ``system`` (newer OpenAI models' name for it);

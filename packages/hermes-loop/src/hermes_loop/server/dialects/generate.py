@@ -18,7 +18,7 @@ from hermes_loop.server.completions import Completion
 from hermes_loop.server.conversations import prompt_key, prompt_turn_index
 from hermes_loop.server.dialects.request import ParsedRequest
 from hermes_loop.server.wire import Rejected, int_field
-from hermes_loop.tokenizer import Tokenizer
+from hermes_loop.templates.tokenizer import Tokenizer
 
 __all__ = ["GenerateRequest", "Generated", "generated", "read_generate"]
 

@@ -19,7 +19,7 @@ from hermes_loop.server.conversations import chat_key, chat_turn_index
 from hermes_loop.server.dialects.chat_input import normalize_messages
 from hermes_loop.server.dialects.request import ParsedRequest
 from hermes_loop.server.wire import Rejected, int_field
-from hermes_loop.tokenizer import Tokenizer
+from hermes_loop.templates.tokenizer import Tokenizer
 from hermes_parsers import ToolCallParser
 
 __all__ = ["ChatReply", "ChatRequest", "chat_events", "chat_payload", "chat_reply", "read_chat"]

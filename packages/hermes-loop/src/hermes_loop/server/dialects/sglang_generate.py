@@ -14,7 +14,7 @@ from typing import Any
 
 from hermes_loop.server.dialects.generate import Generated, GenerateRequest, read_generate
 from hermes_loop.server.wire import Rejected, int_field
-from hermes_loop.tokenizer import Tokenizer
+from hermes_loop.templates.tokenizer import Tokenizer
 
 __all__ = ["SglangRequest", "is_sglang", "read_sglang", "sglang_payload"]
 

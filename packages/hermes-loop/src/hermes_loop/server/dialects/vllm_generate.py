@@ -17,7 +17,7 @@ from typing import Any
 from hermes_loop.server.completions import logprob_of
 from hermes_loop.server.dialects.generate import Generated, GenerateRequest, read_generate
 from hermes_loop.server.wire import int_field
-from hermes_loop.tokenizer import Tokenizer
+from hermes_loop.templates.tokenizer import Tokenizer
 
 __all__ = ["VllmRequest", "read_vllm", "vllm_payload"]
 
