@@ -16,6 +16,9 @@ from hermes_envs.envs.terminal_test import TerminalTestEnv
 def test_public_names_are_pinned() -> None:
     assert hermes_envs.__all__ == [
         "AGENT_TOOLSETS",
+        "FILE_FORMATS",
+        "OPENAI_ALIASES",
+        "CliError",
         "DatasetLoadError",
         "EnvSetupError",
         "HermesAgentBaseEnv",
@@ -32,7 +35,15 @@ def test_public_names_are_pinned() -> None:
         "TokenizedRollout",
         "TokenizerLoadError",
         "__version__",
+        "check_value",
+        "describe_options",
         "eval_only_settings",
+        "load_items",
+        "local_endpoint",
+        "parse_flags",
+        "resolve_config",
+        "run_cli",
+        "run_command",
         "swe_oracle",
         "terminal_test_oracle",
     ]

@@ -29,8 +29,14 @@ from typing import Any, Protocol, runtime_checkable
 from hermes_benchmarks.errors import AgentLoadError, TrialInfraError
 from hermes_benchmarks.record import current_record
 from hermes_benchmarks.task import Task
-from hermes_loop import AgentLoop, AgentResult, OpenAIChatServer, RolloutProgress, Tool
-from hermes_loop.trajectory import atif_trajectory
+from hermes_loop import (
+    AgentLoop,
+    AgentResult,
+    OpenAIChatServer,
+    RolloutProgress,
+    Tool,
+    atif_trajectory,
+)
 from hermes_sandbox import Sandbox, SandboxClosedError, sandbox_tools
 
 __all__ = ["AGENT_TOOLSETS", "Agent", "HermesAgent", "SingleSandbox", "load_agent"]

@@ -36,8 +36,7 @@ from hermes_benchmarks.results import FolderLock, ResultsLog, ResultT, TrialResu
 from hermes_benchmarks.summary import RunSummary, summarize
 from hermes_benchmarks.task import Task
 from hermes_benchmarks.trial import TrialSettings, run_trial
-from hermes_sandbox import default_backends
-from hermes_sandbox.lifecycle import RUN_ID
+from hermes_sandbox import RUN_ID, default_backends
 
 __all__ = [
     "PLAN_FILE",

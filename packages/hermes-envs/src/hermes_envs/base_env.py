@@ -44,7 +44,7 @@ from atroposlib.frontend.jsonl2html import generate_html
 from hermes_envs.cli import run_cli
 from hermes_envs.config import AGENT_TOOLSETS, HermesAgentEnvConfig
 from hermes_envs.endpoint_limits import TimeoutStreak, request_timeout
-from hermes_envs.errors import EnvSetupError, RunAbortedError
+from hermes_envs.errors import EnvSetupError, RunAbortedError, TokenizerLoadError
 from hermes_envs.group_file import GroupFile
 from hermes_envs.preflight import (
     check_backend,
@@ -78,7 +78,6 @@ from hermes_envs.scoring.tokens import (
 from hermes_envs.stats import ProgressReporter, RunStats
 from hermes_envs.tokenizer import (
     TemplateRenderer,
-    TokenizerLoadError,
     chat_template_renderer,
     shipped_tokenizer_dir,
 )

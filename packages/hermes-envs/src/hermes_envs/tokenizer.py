@@ -24,15 +24,10 @@ from hermes_loop.templates import DEFAULT_TOKENIZER_DIR, GenerationSpanError, Ji
 __all__ = [
     "ChatTemplateSpec",
     "TemplateRenderer",
-    "TokenizerLoadError",
     "chat_template_renderer",
     "shipped_tokenizer_dir",
     "template_messages",
 ]
-
-
-class TokenizerLoadError(RuntimeError):
-    """The configured tokenizer could not be loaded; the message names the option to set."""
 
 
 def shipped_tokenizer_dir() -> str:
