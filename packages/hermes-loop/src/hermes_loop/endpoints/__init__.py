@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hermes_loop._lazy import lazy_exports
+from hermes_loop import _lazy
 from hermes_loop.endpoints.base import (
     ChatServer,
     ChatSession,
@@ -39,4 +39,4 @@ _LAZY = {
 }
 
 
-__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
+__getattr__, __dir__ = _lazy.lazy_exports(__name__, _LAZY)
