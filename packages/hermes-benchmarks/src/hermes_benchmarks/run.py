@@ -108,12 +108,6 @@ class RunProgress:
         else:
             self.infra_errors += 1
 
-    @property
-    def per_minute(self) -> float:
-        """Trials finished per minute in this process (resumed ones not counted)."""
-        elapsed = time.monotonic() - self.started_at
-        return (self.done - self.skipped) * 60.0 / elapsed if elapsed > 0 else 0.0
-
 
 def record_run(folder: Path) -> list[str]:
     """The run ids already in ``runs.txt``; this process's id appended (fsynced)."""
