@@ -21,6 +21,7 @@ def test_public_names_are_pinned() -> None:
         "CliError",
         "DatasetLoadError",
         "EnvSetupError",
+        "GroupFileExistsError",
         "HermesAgentBaseEnv",
         "HermesAgentEnvConfig",
         "HermesEnvsError",

@@ -6,6 +6,7 @@ __all__ = [
     "CliError",
     "DatasetLoadError",
     "EnvSetupError",
+    "GroupFileExistsError",
     "HermesEnvsError",
     "RewardFunctionError",
     "RunAbortedError",
@@ -48,3 +49,9 @@ class CliError(HermesEnvsError):
 
 class TokenizerLoadError(HermesEnvsError):
     """The configured tokenizer could not be loaded; the message names the option to set."""
+
+
+class GroupFileExistsError(HermesEnvsError, ValueError):
+    """The group file holds a finished run (or groups of unknown items) and ``resume`` is
+    not set; the message names the choices (a ``ValueError`` too: the environment could
+    not be built)."""
