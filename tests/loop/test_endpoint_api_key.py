@@ -10,7 +10,7 @@ from aiohttp import web
 from hermes_loop import GenerateChatServer, OpenAIChatServer
 from hermes_loop.endpoints.base import SamplingParams
 from hermes_loop.errors import EndpointError
-from hermes_loop.templates.tokenizer import load_tokenizer
+from hermes_loop.templates._tokenizer import load_tokenizer
 
 CHAT_ANSWER = {
     "id": "c1",

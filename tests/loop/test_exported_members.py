@@ -51,7 +51,6 @@ SUBPACKAGES: dict[str, list[str]] = {
         "render_turn",
         "responders_from_data",
     ],
-    "hermes_loop.server.dialects": [],
     "hermes_loop.templates": [
         "CHATML_JINJA_TEMPLATE",
         "DEFAULT_TOKENIZER_DIR",

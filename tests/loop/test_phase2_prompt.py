@@ -10,9 +10,9 @@ from typing import Any
 
 from hermes_loop import AgentLoop, GenerateChatServer, SamplingParams, Tool
 from hermes_loop.server import Call, ModelRequest, ModelServer, Policy, Script, Turn
-from hermes_loop.templates.chat_template import CHATML_JINJA_TEMPLATE, IM_END, render_prompt
-from hermes_loop.templates.jinja_template import JinjaChatTemplate
-from hermes_loop.templates.tokenizer import HFTokenizer, load_tokenizer
+from hermes_loop.templates._chat_template import CHATML_JINJA_TEMPLATE, IM_END, render_prompt
+from hermes_loop.templates._jinja_template import JinjaChatTemplate
+from hermes_loop.templates._tokenizer import HFTokenizer, load_tokenizer
 
 SHIPPED = load_tokenizer()
 BOS = "<|endoftext|>"

@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hermes_loop.errors import HermesLoopError
-from hermes_loop.templates.chat_template import CHATML_JINJA_TEMPLATE, render_prompt
-from hermes_loop.templates.gguf import GGUFError, read_metadata
-from hermes_loop.templates.tokenizer import (
+from hermes_loop.templates._chat_template import CHATML_JINJA_TEMPLATE, render_prompt
+from hermes_loop.templates._gguf import GGUFError, read_metadata
+from hermes_loop.templates._tokenizer import (
     HFTokenizer,
     Tokenizer,
     TokenizerUnavailableError,
@@ -107,7 +107,7 @@ def test_missing_library_names_the_extra() -> None:
     # A child interpreter where ``import tokenizers`` fails; the module is loaded from its
     # file so the child does not pay for importing the whole package.
     source = (
-        ROOT / "packages" / "hermes-loop" / "src" / "hermes_loop" / "templates" / "tokenizer.py"
+        ROOT / "packages" / "hermes-loop" / "src" / "hermes_loop" / "templates" / "_tokenizer.py"
     )
     code = (
         "import sys, importlib.util\n"
