@@ -15,9 +15,9 @@ from hermes_loop._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from hermes_loop.dispatch import ToolOutcome, ToolRunner
-    from hermes_loop.endpoints.base import ChatServer, ChatSession, ModelTurn, SamplingParams
-    from hermes_loop.endpoints.generate import GenerateChatServer
-    from hermes_loop.endpoints.openai_chat import OpenAIChatServer
+    from hermes_loop.endpoints._base import ChatServer, ChatSession, ModelTurn, SamplingParams
+    from hermes_loop.endpoints._generate import GenerateChatServer
+    from hermes_loop.endpoints._openai_chat import OpenAIChatServer
     from hermes_loop.errors import (
         EndpointError,
         HermesLoopError,
@@ -76,21 +76,21 @@ __all__ = [
 _LAZY = {
     "AgentLoop": "hermes_loop.loop",
     "AgentResult": "hermes_loop.result",
-    "ChatServer": "hermes_loop.endpoints.base",
-    "ChatSession": "hermes_loop.endpoints.base",
+    "ChatServer": "hermes_loop.endpoints._base",
+    "ChatSession": "hermes_loop.endpoints._base",
     "EndpointError": "hermes_loop.errors",
-    "GenerateChatServer": "hermes_loop.endpoints.generate",
+    "GenerateChatServer": "hermes_loop.endpoints._generate",
     "HandlerThreadPool": "hermes_loop.handler_pool",
     "HermesAgentLoop": "hermes_loop.loop",
     "HermesLoopError": "hermes_loop.errors",
     "InfraError": "hermes_loop.result",
     "InvalidMessagesError": "hermes_loop.errors",
     "LoopScope": "hermes_loop.scope",
-    "ModelTurn": "hermes_loop.endpoints.base",
-    "OpenAIChatServer": "hermes_loop.endpoints.openai_chat",
+    "ModelTurn": "hermes_loop.endpoints._base",
+    "OpenAIChatServer": "hermes_loop.endpoints._openai_chat",
     "ResultFormatError": "hermes_loop.errors",
     "RolloutProgress": "hermes_loop.result",
-    "SamplingParams": "hermes_loop.endpoints.base",
+    "SamplingParams": "hermes_loop.endpoints._base",
     "Tool": "hermes_loop.tools",
     "ToolDefinitionError": "hermes_loop.errors",
     "ToolError": "hermes_loop.result",

@@ -35,9 +35,9 @@ from typing import TYPE_CHECKING, Any
 
 import openai
 
-from hermes_loop.endpoints.base import ChatSession, ModelTurn, SamplingParams
-from hermes_loop.endpoints.client import HTTPEndpoint, make_client
-from hermes_loop.endpoints.errors import bad_response, type_name
+from hermes_loop.endpoints._base import ChatSession, ModelTurn, SamplingParams
+from hermes_loop.endpoints._client import HTTPEndpoint, make_client
+from hermes_loop.endpoints._errors import bad_response, type_name
 from hermes_parsers import ToolCallParser, get_parser
 
 if TYPE_CHECKING:
