@@ -54,7 +54,7 @@ from hermes_envs.cli import run_command
 from hermes_envs.envs.terminal_test import shipped_tokenizer_dir
 from hermes_envs.run_api import RunApiProcess, child_environment, stop_process
 from hermes_loop import AgentLoop, AgentResult, ChatServer, Tool, ToolRegistry
-from hermes_loop.endpoints.base import ChatSession, ModelTurn, SamplingParams
+from hermes_loop.endpoints import ChatSession, ModelTurn, SamplingParams
 from hermes_loop.server import ModelServerProcess
 from hermes_sandbox import SandboxPool, ToolContext, sandbox_tools
 

@@ -25,9 +25,15 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from hermes_envs import RunStats, TerminalTestEnv, terminal_test_oracle
-from hermes_envs.cli import CliError, resolve_config, run_command
-from hermes_envs.envs.terminal_test import TASKS
+from hermes_envs import (
+    CliError,
+    RunStats,
+    TerminalTestEnv,
+    resolve_config,
+    run_command,
+    terminal_test_oracle,
+)
+from hermes_envs.envs import TASKS
 from hermes_loop.server import ModelServerThread, Policy
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from hermes_loop.chat_template import CHATML_JINJA_TEMPLATE
+from hermes_loop.templates import CHATML_JINJA_TEMPLATE
 
 OUT_DIR = (
     Path(__file__).resolve().parent.parent

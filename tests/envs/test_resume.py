@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_envs.resume import GroupFileExistsError
+from hermes_envs import GroupFileExistsError
 from hermes_loop.server import Call, ModelRequest, ModelServer, Policy, Turn
 
 from .support import TOKENIZER, child_env

@@ -13,8 +13,8 @@ from transformers.utils.chat_template_utils import render_jinja_template
 from hermes_envs.scoring.encoding import TextEncoder
 from hermes_envs.scoring.tokens import chat_template_tokens
 from hermes_envs.tokenizer import TemplateRenderer, chat_template_renderer, template_messages
-from hermes_loop.chat_template import CHATML_JINJA_TEMPLATE
-from hermes_loop.jinja_template import ChatTemplateError
+from hermes_loop.templates._chat_template import CHATML_JINJA_TEMPLATE
+from hermes_loop.templates._jinja_template import ChatTemplateError
 
 from .conversations import TOOLS, conversations, reference_tokens
 from .support import TOKENIZER

@@ -22,8 +22,8 @@ from hermes_envs.scoring.group import ScoredRollout, scored_group, skip_reason
 from hermes_envs.scoring.token_worker import TokenWorker, TokenWorkerUnavailable
 from hermes_envs.scoring.tokens import chat_template_tokens
 from hermes_envs.tokenizer import TemplateRenderer
-from hermes_loop.chat_template import CHATML_JINJA_TEMPLATE
 from hermes_loop.server import ModelServer, Policy
+from hermes_loop.templates._chat_template import CHATML_JINJA_TEMPLATE
 
 from .conversations import TOOLS, conversations
 from .support import TOKENIZER, process_config, server

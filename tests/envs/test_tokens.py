@@ -12,8 +12,8 @@ from transformers import AutoTokenizer
 from hermes_envs.scoring.encoding import TextEncoder
 from hermes_envs.scoring.tokens import MASKED, chat_template_tokens, managed_tokens
 from hermes_envs.tokenizer import chat_template_renderer
-from hermes_loop.chat_template import render_prompt
-from hermes_loop.transformers_tokenizer import TransformersTokenizer
+from hermes_loop.templates._chat_template import render_prompt
+from hermes_loop.templates._transformers_tokenizer import TransformersTokenizer
 
 from .conversations import TOOLS, conversations, reference_tokens
 from .support import TOKENIZER

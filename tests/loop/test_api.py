@@ -27,11 +27,13 @@ def test_the_public_names_are_pinned() -> None:
         "ChatServer",
         "ChatSession",
         "EndpointError",
+        "EndpointErrorKind",
         "GenerateChatServer",
         "HandlerThreadPool",
         "HermesAgentLoop",
         "HermesLoopError",
         "InfraError",
+        "InfraErrorKind",
         "InvalidMessagesError",
         "LoopScope",
         "ModelTurn",
@@ -55,6 +57,7 @@ def test_the_public_names_are_pinned() -> None:
         "atif_trajectory",
         "bind_loop_scope",
         "current_loop_scope",
+        "lazy_exports",
     ]
     assert hermes_loop.__all__ == sorted(hermes_loop.__all__)
     for name in hermes_loop.__all__:

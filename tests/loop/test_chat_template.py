@@ -11,20 +11,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes_loop.chat_template import (
+from hermes_loop.errors import HermesLoopError
+from hermes_loop.server import Call, Turn, render_turn
+from hermes_loop.templates._chat_template import (
     CHATML_JINJA_TEMPLATE,
     GENERATION_PROMPT,
     IM_END,
     parse_prompt,
     render_prompt,
 )
-from hermes_loop.errors import HermesLoopError
-from hermes_loop.jinja_template import (
+from hermes_loop.templates._jinja_template import (
     ChatTemplateError,
     ChatTemplateUnavailableError,
     JinjaChatTemplate,
 )
-from hermes_loop.server import Call, Turn, render_turn
 from hermes_parsers import get_parser
 
 TOOLS = [
@@ -387,7 +387,8 @@ def test_missing_jinja2_names_the_extra() -> None:
     code = (
         "import sys\n"
         "sys.modules['jinja2'] = None\n"
-        "from hermes_loop.jinja_template import JinjaChatTemplate, ChatTemplateUnavailableError\n"
+        "from hermes_loop.templates._jinja_template import JinjaChatTemplate,"
+        " ChatTemplateUnavailableError\n"
         "try:\n    JinjaChatTemplate('x')\n"
         "except ChatTemplateUnavailableError as exc:\n    print(exc)\n"
     )

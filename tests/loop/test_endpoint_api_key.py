@@ -8,9 +8,9 @@ import pytest
 from aiohttp import web
 
 from hermes_loop import GenerateChatServer, OpenAIChatServer
-from hermes_loop.endpoints.base import SamplingParams
+from hermes_loop.endpoints import SamplingParams
 from hermes_loop.errors import EndpointError
-from hermes_loop.tokenizer import load_tokenizer
+from hermes_loop.templates._tokenizer import load_tokenizer
 
 CHAT_ANSWER = {
     "id": "c1",

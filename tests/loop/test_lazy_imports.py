@@ -40,3 +40,17 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
         _ = hermes_loop.Nope
     with pytest.raises(AttributeError, match="has no attribute 'Nope'"):
         _ = hermes_loop.endpoints.Nope
+
+
+def test_dir_lists_the_lazy_names_before_they_are_imported() -> None:
+    probe = (
+        "import sys, hermes_loop.endpoints as e\n"
+        "print('OpenAIChatServer' in dir(e), 'OpenAIChatServer' in vars(e))\n"
+        "e.OpenAIChatServer\n"
+        "print('OpenAIChatServer' in vars(e))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "False", "True"]

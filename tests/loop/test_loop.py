@@ -23,7 +23,7 @@ from hermes_loop import (
     ToolInvocation,
 )
 from hermes_loop.server import Call, Fault, ModelServer, Replay, Script, Turn
-from hermes_loop.tokenizer import load_tokenizer
+from hermes_loop.templates._tokenizer import load_tokenizer
 
 ECHO_SCHEMA = {
     "type": "object",

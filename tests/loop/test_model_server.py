@@ -24,7 +24,6 @@ from openai.types.chat import (
     ChatCompletionUserMessageParam,
 )
 
-from hermes_loop.chat_template import render_prompt
 from hermes_loop.server import (
     Call,
     Fault,
@@ -41,7 +40,8 @@ from hermes_loop.server import (
     load_script_file,
     render_turn,
 )
-from hermes_loop.tokenizer import load_tokenizer
+from hermes_loop.templates._chat_template import render_prompt
+from hermes_loop.templates._tokenizer import load_tokenizer
 from hermes_parsers import get_parser
 from tests.loop.chat_messages import ReasoningAssistantMessage, as_param, function_calls
 

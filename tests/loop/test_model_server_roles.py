@@ -14,10 +14,10 @@ import openai
 import pytest
 from openai.types.chat import ChatCompletionMessageParam, ChatCompletionRole
 
-from hermes_loop.chat_template import render_prompt
 from hermes_loop.server import Call, ModelRequest, ModelServer, Policy, Script, Turn
-from hermes_loop.server.dialects.chat_input import CHAT_ROLES
-from hermes_loop.tokenizer import load_tokenizer
+from hermes_loop.server._dialects.chat_input import CHAT_ROLES
+from hermes_loop.templates._chat_template import render_prompt
+from hermes_loop.templates._tokenizer import load_tokenizer
 
 TOKENIZER = load_tokenizer()
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from hermes_loop import AgentLoop, GenerateChatServer, SamplingParams, Tool
-from hermes_loop.chat_template import CHATML_JINJA_TEMPLATE, IM_END, render_prompt
-from hermes_loop.jinja_template import JinjaChatTemplate
 from hermes_loop.server import Call, ModelRequest, ModelServer, Policy, Script, Turn
-from hermes_loop.tokenizer import HFTokenizer, load_tokenizer
+from hermes_loop.templates._chat_template import CHATML_JINJA_TEMPLATE, IM_END, render_prompt
+from hermes_loop.templates._jinja_template import JinjaChatTemplate
+from hermes_loop.templates._tokenizer import HFTokenizer, load_tokenizer
 
 SHIPPED = load_tokenizer()
 BOS = "<|endoftext|>"

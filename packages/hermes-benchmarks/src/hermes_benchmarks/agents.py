@@ -29,9 +29,15 @@ from typing import Any, Final, Protocol, runtime_checkable
 from hermes_benchmarks.errors import AgentLoadError, TrialInfraError
 from hermes_benchmarks.record import current_record
 from hermes_benchmarks.task import Task
-from hermes_envs.agent_run import SANDBOX_FAILURES, InfraFailure, run_agent
-from hermes_loop import AgentLoop, AgentResult, OpenAIChatServer, RolloutProgress, ToolLike
-from hermes_loop.trajectory import atif_trajectory
+from hermes_envs import SANDBOX_FAILURES, InfraFailure, run_agent
+from hermes_loop import (
+    AgentLoop,
+    AgentResult,
+    OpenAIChatServer,
+    RolloutProgress,
+    ToolLike,
+    atif_trajectory,
+)
 from hermes_sandbox import Sandbox, sandbox_tools
 
 __all__ = [

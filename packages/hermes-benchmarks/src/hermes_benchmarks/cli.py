@@ -113,7 +113,7 @@ def resolve(suite: Suite, args: Sequence[str]) -> tuple[BenchConfig, OpenAISecti
         _Refusal: a bad option, file or value (one line).
     """
     # hermes_envs.cli pulls in atroposlib's config types: imported when options are read.
-    from hermes_envs.cli import OPENAI_ALIASES, CliError, check_value, parse_flags
+    from hermes_envs import OPENAI_ALIASES, CliError, check_value, parse_flags
 
     try:
         flags = parse_flags(args)
@@ -268,7 +268,7 @@ _COMMAND_HELP = {
 def _command_help(suite: str, command: str) -> str:
     """``hermes-bench SUITE COMMAND --help``: what it does and every option with its type,
     default and description."""
-    from hermes_envs.options_help import describe_options
+    from hermes_envs import describe_options
 
     what = _COMMAND_HELP.get(command, f"unknown command {command!r}")
     out = "rescore OUT " if command == "rescore" else f"{command} "

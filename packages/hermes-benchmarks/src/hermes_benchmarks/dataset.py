@@ -45,8 +45,7 @@ from typing import Any
 
 from hermes_benchmarks.errors import DatasetError
 from hermes_benchmarks.task import Task, load_task, select_tasks
-from hermes_envs.dataset import FILE_FORMATS, load_items
-from hermes_envs.errors import DatasetLoadError
+from hermes_envs import FILE_FORMATS, DatasetLoadError, load_items
 
 __all__ = [
     "DATASET_FILE_FORMATS",

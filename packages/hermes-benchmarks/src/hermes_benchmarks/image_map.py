@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from hermes_benchmarks.errors import ImageMapError
-from hermes_sandbox.dockerfile import image_references, rewrite_references
+from hermes_sandbox import image_references, rewrite_references
 
 __all__ = ["DockerfileBases", "ImageMap", "normalize_image"]
 

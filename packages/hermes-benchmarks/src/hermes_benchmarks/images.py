@@ -30,17 +30,16 @@ from typing import Any
 from hermes_benchmarks.errors import ImageError
 from hermes_benchmarks.image_map import DockerfileBases, ImageMap
 from hermes_benchmarks.task import Task
-from hermes_sandbox import SandboxError, default_backends
-from hermes_sandbox.backends.cloud.daytona import DAYTONA_START_MARGIN
-from hermes_sandbox.lifecycle import (
+from hermes_sandbox import (
     BuildNetwork,
     ImageSource,
     ImageUnavailableError,
     PreparedImage,
+    SandboxError,
+    default_backends,
 )
 
 __all__ = [
-    "DAYTONA_START_MARGIN",
     "TaskImage",
     "VerifierImage",
     "build_task_image",

@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar, cast, overload
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hermes_benchmarks.errors import OutputFolderError, ResultsFileError
-from hermes_sandbox.teardown import finish
+from hermes_sandbox import finish
 
 __all__ = [
     "LOCK_FILE",

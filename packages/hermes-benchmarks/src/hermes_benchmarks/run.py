@@ -36,8 +36,7 @@ from hermes_benchmarks.results import FolderLock, ResultsLog, ResultT, TrialResu
 from hermes_benchmarks.summary import RunSummary, summarize
 from hermes_benchmarks.task import Task
 from hermes_benchmarks.trial import TrialSettings, run_trial
-from hermes_sandbox import default_backends
-from hermes_sandbox.lifecycle import RUN_ID
+from hermes_sandbox import RUN_ID, default_backends
 
 __all__ = [
     "PLAN_FILE",
@@ -108,12 +107,6 @@ class RunProgress:
             self.failed += 1
         else:
             self.infra_errors += 1
-
-    @property
-    def per_minute(self) -> float:
-        """Trials finished per minute in this process (resumed ones not counted)."""
-        elapsed = time.monotonic() - self.started_at
-        return (self.done - self.skipped) * 60.0 / elapsed if elapsed > 0 else 0.0
 
 
 def record_run(folder: Path) -> list[str]:

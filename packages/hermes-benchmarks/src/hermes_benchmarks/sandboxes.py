@@ -8,8 +8,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from hermes_benchmarks.task import EnvironmentSection
-from hermes_sandbox import Sandbox, create_sandbox
-from hermes_sandbox.teardown import finish
+from hermes_sandbox import Sandbox, create_sandbox, finish
 
 __all__ = [
     "LIFETIME_MARGIN",

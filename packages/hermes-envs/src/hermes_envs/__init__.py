@@ -2,7 +2,10 @@
 
 Subclass ``HermesAgentBaseEnv``, implement ``setup``, ``get_next_item``,
 ``format_prompt``, ``compute_reward(item, result, ctx)`` and ``evaluate``, and get the
-``serve``, ``process`` and ``evaluate`` commands.
+``serve``, ``process`` and ``evaluate`` commands. The command line's parts
+(``run_cli``, ``run_command``, ``resolve_config``, ``parse_flags``, ``check_value``,
+``describe_options``) and the dataset reader (``load_items``) are exported for the
+commands built on them (``hermes-bench``).
 
 The environment classes and their config are imported on first use: they extend
 Atropos' ``BaseEnv``, whose module loads ``transformers`` (over a second, and a banner
@@ -13,34 +16,60 @@ token worker process never needs.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from hermes_envs.errors import (
+    CliError,
     DatasetLoadError,
     EnvSetupError,
+    GroupFileExistsError,
     HermesEnvsError,
     RewardFunctionError,
     RunAbortedError,
+    TokenizerLoadError,
 )
 from hermes_envs.scoring.tokens import TokenizedRollout
 from hermes_envs.stats import RunStats
+from hermes_loop import lazy_exports
 
 if TYPE_CHECKING:
+    from hermes_envs.agent_run import (
+        SANDBOX_FAILURES,
+        AgentRun,
+        InfraFailure,
+        infra_stage,
+        run_agent,
+    )
     from hermes_envs.base_env import HermesAgentBaseEnv
+    from hermes_envs.cli import (
+        OPENAI_ALIASES,
+        check_value,
+        parse_flags,
+        resolve_config,
+        run_cli,
+        run_command,
+    )
+    from hermes_envs.config import local_endpoint
+    from hermes_envs.dataset import FILE_FORMATS, load_items
     from hermes_envs.env_config import HermesAgentEnvConfig, eval_only_settings
     from hermes_envs.envs.swe import HermesSweEnv, HermesSweEnvConfig, swe_oracle
     from hermes_envs.envs.terminal_test import TerminalTestEnv, terminal_test_oracle
-    from hermes_envs.rollout import InfraFailure, RolloutOutcome
-    from hermes_envs.tokenizer import TokenizerLoadError
+    from hermes_envs.options_help import describe_options
+    from hermes_envs.rollout import RolloutOutcome
     from hermes_envs.toolsets import AGENT_TOOLSETS
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AGENT_TOOLSETS",
+    "FILE_FORMATS",
+    "OPENAI_ALIASES",
+    "SANDBOX_FAILURES",
+    "AgentRun",
+    "CliError",
     "DatasetLoadError",
     "EnvSetupError",
+    "GroupFileExistsError",
     "HermesAgentBaseEnv",
     "HermesAgentEnvConfig",
     "HermesEnvsError",
@@ -55,7 +84,17 @@ __all__ = [
     "TokenizedRollout",
     "TokenizerLoadError",
     "__version__",
+    "check_value",
+    "describe_options",
     "eval_only_settings",
+    "infra_stage",
+    "load_items",
+    "local_endpoint",
+    "parse_flags",
+    "resolve_config",
+    "run_agent",
+    "run_cli",
+    "run_command",
     "swe_oracle",
     "terminal_test_oracle",
 ]
@@ -63,9 +102,22 @@ __all__ = [
 #: Names imported on first access, and the module that holds each.
 _LAZY = {
     "AGENT_TOOLSETS": "hermes_envs.toolsets",
-    "InfraFailure": "hermes_envs.rollout",
+    "InfraFailure": "hermes_envs.agent_run",
+    "SANDBOX_FAILURES": "hermes_envs.agent_run",
+    "AgentRun": "hermes_envs.agent_run",
+    "infra_stage": "hermes_envs.agent_run",
+    "run_agent": "hermes_envs.agent_run",
     "RolloutOutcome": "hermes_envs.rollout",
-    "TokenizerLoadError": "hermes_envs.tokenizer",
+    "OPENAI_ALIASES": "hermes_envs.cli",
+    "check_value": "hermes_envs.cli",
+    "parse_flags": "hermes_envs.cli",
+    "resolve_config": "hermes_envs.cli",
+    "run_cli": "hermes_envs.cli",
+    "run_command": "hermes_envs.cli",
+    "local_endpoint": "hermes_envs.config",
+    "FILE_FORMATS": "hermes_envs.dataset",
+    "load_items": "hermes_envs.dataset",
+    "describe_options": "hermes_envs.options_help",
     "HermesAgentBaseEnv": "hermes_envs.base_env",
     "HermesAgentEnvConfig": "hermes_envs.env_config",
     "eval_only_settings": "hermes_envs.env_config",
@@ -77,12 +129,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

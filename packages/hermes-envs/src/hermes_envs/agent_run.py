@@ -25,9 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, get_args
 
-from hermes_loop import AgentLoop, AgentResult, RolloutProgress
-from hermes_loop.errors import EndpointErrorKind
-from hermes_loop.result import InfraErrorKind
+from hermes_loop import AgentLoop, AgentResult, EndpointErrorKind, InfraErrorKind, RolloutProgress
 from hermes_sandbox import SandboxClosedError, SandboxError, SandboxStartError
 from hermes_sandbox.tools import SandboxSource
 

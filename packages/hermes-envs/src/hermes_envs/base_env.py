@@ -44,7 +44,7 @@ from atroposlib.frontend.jsonl2html import generate_html
 from hermes_envs.cli import run_cli
 from hermes_envs.config import AGENT_TOOLSETS, HermesAgentEnvConfig
 from hermes_envs.endpoint_limits import TimeoutStreak, request_timeout
-from hermes_envs.errors import EnvSetupError, RunAbortedError
+from hermes_envs.errors import EnvSetupError, RunAbortedError, TokenizerLoadError
 from hermes_envs.group_file import GroupFile
 from hermes_envs.preflight import (
     check_backend,
@@ -78,7 +78,6 @@ from hermes_envs.scoring.tokens import (
 from hermes_envs.stats import ProgressReporter, RunStats
 from hermes_envs.tokenizer import (
     TemplateRenderer,
-    TokenizerLoadError,
     chat_template_renderer,
     shipped_tokenizer_dir,
 )
@@ -91,7 +90,7 @@ from hermes_loop import (
     ToolRegistry,
     ToolSet,
 )
-from hermes_loop.transformers_tokenizer import TransformersTokenizer
+from hermes_loop.templates import TransformersTokenizer
 from hermes_sandbox import (
     SandboxClosedError,
     SandboxPool,
@@ -1133,6 +1132,6 @@ def _chatml(
     tools: Sequence[Mapping[str, Any]] | None = None,
     add_generation_prompt: bool = True,
 ) -> str:
-    from hermes_loop.chat_template import render_prompt
+    from hermes_loop.templates import render_prompt
 
     return render_prompt(messages, tools, add_generation_prompt)

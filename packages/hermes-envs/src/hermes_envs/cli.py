@@ -23,12 +23,11 @@ import yaml
 from atroposlib.envs.server_handling.server_baseline import APIServerConfig, ServerBaseline
 from pydantic import BaseModel, ValidationError
 
-from hermes_envs.errors import HermesEnvsError
+from hermes_envs.errors import CliError, HermesEnvsError, TokenizerLoadError
 from hermes_envs.options_help import describe_options
 from hermes_envs.progress import RichProgress
 from hermes_envs.redaction import redacting_logs
 from hermes_envs.runnable import RunnableEnv, RunnableEnvClass
-from hermes_envs.tokenizer import TokenizerLoadError
 
 if TYPE_CHECKING:
     from hermes_envs.env_config import HermesAgentEnvConfig
@@ -36,7 +35,6 @@ if TYPE_CHECKING:
 __all__ = [
     "COMMANDS",
     "OPENAI_ALIASES",
-    "CliError",
     "ResolvedConfig",
     "check_value",
     "parse_flags",
@@ -47,10 +45,6 @@ __all__ = [
 
 COMMANDS = ("serve", "process", "evaluate")
 _SERVER_MANAGER_FLAGS = ("slurm", "testing", "max_n_completions", "proxy_url")
-
-
-class CliError(Exception):
-    """A bad command line or config file; the message says what to change."""
 
 
 class _Bare(str):

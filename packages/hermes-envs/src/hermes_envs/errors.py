@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 __all__ = [
+    "CliError",
     "DatasetLoadError",
     "EnvSetupError",
+    "GroupFileExistsError",
     "HermesEnvsError",
     "RewardFunctionError",
     "RunAbortedError",
+    "TokenizerLoadError",
 ]
 
 
@@ -37,3 +40,18 @@ class RewardFunctionError(HermesEnvsError):
     """The environment's ``compute_reward`` raised on ``max_reward_errors`` rollouts in a
     row: the run stops (the command line prints this one line; each traceback was
     logged)."""
+
+
+class CliError(HermesEnvsError):
+    """A bad command line or config file; the message says what to change (the command
+    line prints it as one line and exits with status 2)."""
+
+
+class TokenizerLoadError(HermesEnvsError):
+    """The configured tokenizer could not be loaded; the message names the option to set."""
+
+
+class GroupFileExistsError(HermesEnvsError, ValueError):
+    """The group file holds a finished run (or groups of unknown items) and ``resume`` is
+    not set; the message names the choices (a ``ValueError`` too: the environment could
+    not be built)."""

@@ -31,8 +31,7 @@ from typing import Any
 
 from hermes_envs.rollout import InfraFailure, RolloutOutcome
 from hermes_loop import AgentResult, ChatServer, ChatSession, LoopScope, ToolSet, bind_loop_scope
-from hermes_sandbox import SandboxClosedError, SandboxStartError
-from hermes_sandbox.pool import bind_sandbox_pool
+from hermes_sandbox import SandboxClosedError, SandboxStartError, bind_sandbox_pool
 
 #: A ``HermesAgentBaseEnv`` (typed loosely: this module is imported by that one).
 Env = Any

@@ -24,17 +24,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FINISHED", "GroupFileExistsError", "GroupLog", "item_seed"]
+from hermes_envs.errors import GroupFileExistsError
+
+__all__ = ["FINISHED", "GroupLog", "item_seed"]
 
 logger = logging.getLogger(__name__)
 
 #: The last line of ``<path>.items`` once the run reached its count.
 FINISHED = "#finished"
-
-
-class GroupFileExistsError(ValueError):
-    """The group file holds a finished run (or groups of unknown items) and ``resume`` is
-    not set; the message names the choices."""
 
 
 def item_seed(item: Any) -> str:

@@ -2,8 +2,8 @@
 
 Atropos' ``BaseEnv`` loads a ``transformers`` tokenizer (``env.tokenizer_name``: a local
 directory or a hub name; ``None`` for an environment that only evaluates).
-``hermes_loop.transformers_tokenizer`` gives it the small ``Tokenizer`` protocol of
-``hermes_loop.tokenizer``, and ``chat_template_renderer`` renders prompts with the
+``hermes_loop.templates.TransformersTokenizer`` gives it the small ``Tokenizer`` protocol
+of ``hermes_loop.templates``, and ``chat_template_renderer`` renders prompts with the
 tokenizer's own chat template (the text of ``tokenizer.apply_chat_template(...,
 tokenize=False)``), so the Phase 2 prompts are the ones the model was trained on and the
 Phase 1 training text is the one the model reads. A template that marks the model's
@@ -19,21 +19,15 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from hermes_loop.jinja_template import GenerationSpanError, JinjaChatTemplate
-from hermes_loop.tokenizer import DEFAULT_TOKENIZER_DIR
+from hermes_loop.templates import DEFAULT_TOKENIZER_DIR, GenerationSpanError, JinjaChatTemplate
 
 __all__ = [
     "ChatTemplateSpec",
     "TemplateRenderer",
-    "TokenizerLoadError",
     "chat_template_renderer",
     "shipped_tokenizer_dir",
     "template_messages",
 ]
-
-
-class TokenizerLoadError(RuntimeError):
-    """The configured tokenizer could not be loaded; the message names the option to set."""
 
 
 def shipped_tokenizer_dir() -> str:
@@ -128,7 +122,7 @@ class TemplateRenderer:
     add_generation_prompt=..., tokenize=False)``: the template ``transformers`` would pick
     (``get_chat_template``: the ``tool_use`` one of a set when tools are given), the
     tokenizer's special tokens as variables, rendered in the same sandboxed Jinja
-    environment (``hermes_loop.jinja_template.JinjaChatTemplate``). Tool-call arguments
+    environment (``hermes_loop.templates.JinjaChatTemplate``). Tool-call arguments
     held as JSON text are handed to the template as objects (``template_messages``).
     The template is compiled once, and the special tokens read once, not per render.
 

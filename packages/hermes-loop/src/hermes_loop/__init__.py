@@ -3,21 +3,24 @@
 Every public name is imported on first use: the loop pulls in ``jsonschema`` and the
 endpoints ``openai`` (together about a second of start-up), which code that needs one
 small piece (the model server's command line, a chat-template render in a worker
-process) never pays for.
+process) never pays for. ``lazy_exports`` makes such a package ``__getattr__``; the
+other packages of the workspace use it for their own lazy names.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from hermes_loop._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from hermes_loop.dispatch import ToolOutcome, ToolRunner
-    from hermes_loop.endpoints.base import ChatServer, ChatSession, ModelTurn, SamplingParams
-    from hermes_loop.endpoints.generate import GenerateChatServer
-    from hermes_loop.endpoints.openai_chat import OpenAIChatServer
+    from hermes_loop.endpoints._base import ChatServer, ChatSession, ModelTurn, SamplingParams
+    from hermes_loop.endpoints._generate import GenerateChatServer
+    from hermes_loop.endpoints._openai_chat import OpenAIChatServer
     from hermes_loop.errors import (
         EndpointError,
+        EndpointErrorKind,
         HermesLoopError,
         InvalidMessagesError,
         ResultFormatError,
@@ -26,7 +29,14 @@ if TYPE_CHECKING:
     )
     from hermes_loop.handler_pool import HandlerThreadPool
     from hermes_loop.loop import AgentLoop, HermesAgentLoop
-    from hermes_loop.result import AgentResult, InfraError, RolloutProgress, ToolError, TurnRecord
+    from hermes_loop.result import (
+        AgentResult,
+        InfraError,
+        InfraErrorKind,
+        RolloutProgress,
+        ToolError,
+        TurnRecord,
+    )
     from hermes_loop.scope import LoopScope, bind_loop_scope, current_loop_scope
     from hermes_loop.tools import Tool, ToolInvocation, ToolLike
     from hermes_loop.toolsets import ToolRegistry, ToolSet, UnknownToolsetError
@@ -40,11 +50,13 @@ __all__ = [
     "ChatServer",
     "ChatSession",
     "EndpointError",
+    "EndpointErrorKind",
     "GenerateChatServer",
     "HandlerThreadPool",
     "HermesAgentLoop",
     "HermesLoopError",
     "InfraError",
+    "InfraErrorKind",
     "InvalidMessagesError",
     "LoopScope",
     "ModelTurn",
@@ -68,27 +80,30 @@ __all__ = [
     "atif_trajectory",
     "bind_loop_scope",
     "current_loop_scope",
+    "lazy_exports",
 ]
 
 #: Names imported on first access, and the module that holds each.
 _LAZY = {
     "AgentLoop": "hermes_loop.loop",
     "AgentResult": "hermes_loop.result",
-    "ChatServer": "hermes_loop.endpoints.base",
-    "ChatSession": "hermes_loop.endpoints.base",
+    "ChatServer": "hermes_loop.endpoints._base",
+    "ChatSession": "hermes_loop.endpoints._base",
     "EndpointError": "hermes_loop.errors",
-    "GenerateChatServer": "hermes_loop.endpoints.generate",
+    "EndpointErrorKind": "hermes_loop.errors",
+    "GenerateChatServer": "hermes_loop.endpoints._generate",
     "HandlerThreadPool": "hermes_loop.handler_pool",
     "HermesAgentLoop": "hermes_loop.loop",
     "HermesLoopError": "hermes_loop.errors",
     "InfraError": "hermes_loop.result",
+    "InfraErrorKind": "hermes_loop.result",
     "InvalidMessagesError": "hermes_loop.errors",
     "LoopScope": "hermes_loop.scope",
-    "ModelTurn": "hermes_loop.endpoints.base",
-    "OpenAIChatServer": "hermes_loop.endpoints.openai_chat",
+    "ModelTurn": "hermes_loop.endpoints._base",
+    "OpenAIChatServer": "hermes_loop.endpoints._openai_chat",
     "ResultFormatError": "hermes_loop.errors",
     "RolloutProgress": "hermes_loop.result",
-    "SamplingParams": "hermes_loop.endpoints.base",
+    "SamplingParams": "hermes_loop.endpoints._base",
     "Tool": "hermes_loop.tools",
     "ToolDefinitionError": "hermes_loop.errors",
     "ToolError": "hermes_loop.result",
@@ -107,14 +122,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Any
 
 from hermes_loop.dispatch import ToolRunner
-from hermes_loop.endpoints.base import ChatServer, SamplingParams
+from hermes_loop.endpoints._base import ChatServer, SamplingParams
 from hermes_loop.errors import EndpointError, InvalidMessagesError, ToolDefinitionError
 from hermes_loop.handler_pool import HandlerThreadPool
 from hermes_loop.result import (

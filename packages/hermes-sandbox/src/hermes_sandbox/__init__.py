@@ -1,9 +1,18 @@
-"""hermes-sandbox: where an agent's commands run, and how reward code reaches the same box."""
+"""hermes-sandbox: where an agent's commands run, and how reward code reaches the same box.
+
+Besides sandboxes, their tools and ``ToolContext``, the package exports what the
+packages built on it share: the images a sandbox runs (``ImageSource``,
+``PreparedImage``, ``BuildNetwork``, ``ImageUnavailableError``, the Dockerfile
+``image_references`` / ``rewrite_references``), this process's ``RUN_ID`` (the label of
+every container it starts), the ``DEFAULT_PATH`` commands run with, ``finish`` (await a
+cleanup to its end even when cancelled) and ``bind_sandbox_pool``.
+"""
 
 from __future__ import annotations
 
 from hermes_sandbox.base import Sandbox
 from hermes_sandbox.context import ToolContext
+from hermes_sandbox.dockerfile import image_references, rewrite_references
 from hermes_sandbox.errors import (
     BackendUnavailableError,
     BrowserPageError,
@@ -17,22 +26,37 @@ from hermes_sandbox.errors import (
     UnknownBackendError,
     WebProviderError,
 )
+from hermes_sandbox.lifecycle import (
+    RUN_ID,
+    BuildNetwork,
+    ImageSource,
+    ImageUnavailableError,
+    PreparedImage,
+)
 from hermes_sandbox.options import SandboxOptions
-from hermes_sandbox.pool import SandboxPool
+from hermes_sandbox.pool import SandboxPool, bind_sandbox_pool
+from hermes_sandbox.processes import DEFAULT_PATH
 from hermes_sandbox.registry import create_sandbox, default_backends, register_backend
 from hermes_sandbox.result import ExecResult
 from hermes_sandbox.signals import stop_on_sigterm
+from hermes_sandbox.teardown import finish
 from hermes_sandbox.tools import SandboxTool, sandbox_tools
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "DEFAULT_PATH",
+    "RUN_ID",
     "BackendUnavailableError",
     "BrowserPageError",
     "BrowserUnavailableError",
+    "BuildNetwork",
     "ConformanceError",
     "ExecResult",
     "FileChangedError",
+    "ImageSource",
+    "ImageUnavailableError",
+    "PreparedImage",
     "Sandbox",
     "SandboxClosedError",
     "SandboxError",
@@ -45,9 +69,13 @@ __all__ = [
     "UnknownBackendError",
     "WebProviderError",
     "__version__",
+    "bind_sandbox_pool",
     "create_sandbox",
     "default_backends",
+    "finish",
+    "image_references",
     "register_backend",
+    "rewrite_references",
     "sandbox_tools",
     "stop_on_sigterm",
 ]

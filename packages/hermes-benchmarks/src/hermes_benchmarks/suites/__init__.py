@@ -7,7 +7,7 @@ from importlib import resources
 
 from hermes_benchmarks.config import Suite
 
-__all__ = ["SUITES", "TBLITE", "TERMINALBENCH2", "YC_BENCH", "default_yaml"]
+__all__ = ["SUITES", "TBLITE", "TERMINALBENCH2", "YC_BENCH", "Suite", "default_yaml"]
 
 #: Terminal-Bench 2: binary pass/fail per trial; leaderboard mode available.
 TERMINALBENCH2 = Suite(

@@ -47,8 +47,13 @@ from hermes_benchmarks.suites import TERMINALBENCH2
 from hermes_benchmarks.summary import RunSummary
 from hermes_benchmarks.task import Task
 from hermes_benchmarks.trial import run_trial
-from hermes_envs import HermesAgentBaseEnv, HermesAgentEnvConfig, eval_only_settings
-from hermes_envs.errors import DatasetLoadError, EnvSetupError
+from hermes_envs import (
+    DatasetLoadError,
+    EnvSetupError,
+    HermesAgentBaseEnv,
+    HermesAgentEnvConfig,
+    eval_only_settings,
+)
 from hermes_loop import AgentResult
 from hermes_sandbox import ToolContext
 from hermes_sandbox.backends.docker import RUN_ID

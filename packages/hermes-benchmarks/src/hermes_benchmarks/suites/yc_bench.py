@@ -29,7 +29,7 @@ def _check(args: list[str]) -> int:
     from hermes_benchmarks.run import SUMMARY_FILE
     from hermes_benchmarks.yc_bench.env import YCBenchEvalEnv
     from hermes_benchmarks.yc_bench.player import PLAYER_MODEL, greedy_player
-    from hermes_envs.cli import CliError, resolve_config, run_cli
+    from hermes_envs import CliError, resolve_config, run_cli
     from hermes_loop.server import ModelServerThread, Policy
 
     try:
@@ -63,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args[0] == "check":
         return _check(args[1:])
     from hermes_benchmarks.yc_bench.env import YCBenchEvalEnv
-    from hermes_envs.cli import run_cli
+    from hermes_envs import run_cli
 
     return run_cli(YCBenchEvalEnv, args)
 

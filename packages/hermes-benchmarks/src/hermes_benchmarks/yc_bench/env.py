@@ -54,9 +54,13 @@ from hermes_benchmarks.yc_bench.sim import (
     sandbox_env,
     start_simulation,
 )
-from hermes_envs import EnvSetupError, HermesAgentBaseEnv, eval_only_settings
-from hermes_envs.agent_run import run_agent
-from hermes_envs.config import local_endpoint
+from hermes_envs import (
+    EnvSetupError,
+    HermesAgentBaseEnv,
+    eval_only_settings,
+    local_endpoint,
+    run_agent,
+)
 from hermes_loop import AgentResult, ToolSet
 from hermes_sandbox import (
     Sandbox,

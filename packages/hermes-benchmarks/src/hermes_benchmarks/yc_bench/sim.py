@@ -21,8 +21,7 @@ from typing import Any
 from hermes_benchmarks.errors import TrialInfraError
 from hermes_benchmarks.yc_bench.install import YCBenchInstall
 from hermes_benchmarks.yc_bench.score import SimOutcome, read_outcome
-from hermes_sandbox import Sandbox
-from hermes_sandbox.processes import DEFAULT_PATH
+from hermes_sandbox import DEFAULT_PATH, Sandbox
 
 __all__ = [
     "DB_FILE",

@@ -7,10 +7,10 @@ server's command line, for one — never pays for.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from hermes_loop.endpoints.base import (
+from hermes_loop import _lazy
+from hermes_loop.endpoints._base import (
     ChatServer,
     ChatSession,
     EndpointError,
@@ -19,8 +19,8 @@ from hermes_loop.endpoints.base import (
 )
 
 if TYPE_CHECKING:
-    from hermes_loop.endpoints.generate import GenerateChatServer
-    from hermes_loop.endpoints.openai_chat import OpenAIChatServer
+    from hermes_loop.endpoints._generate import GenerateChatServer
+    from hermes_loop.endpoints._openai_chat import OpenAIChatServer
 
 __all__ = [
     "ChatServer",
@@ -34,13 +34,9 @@ __all__ = [
 
 #: Names imported on first access, and the module that holds each.
 _LAZY = {
-    "GenerateChatServer": "hermes_loop.endpoints.generate",
-    "OpenAIChatServer": "hermes_loop.endpoints.openai_chat",
+    "GenerateChatServer": "hermes_loop.endpoints._generate",
+    "OpenAIChatServer": "hermes_loop.endpoints._openai_chat",
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__, __dir__ = _lazy.lazy_exports(__name__, _LAZY)

@@ -5,7 +5,7 @@ It speaks OpenAI's ``/v1/chat/completions`` (every role of the API) and ``/v1/re
 answers from a ``Script`` (a list of turns), a ``Replay`` of a recorded conversation, or
 a ``Policy`` function; each turn can inject faults (HTTP errors, delays, hangs, truncated
 bodies). Serving needs the ``hermes-loop[server]`` extra (``aiohttp``, ``tokenizers``);
-``ModelServer`` and the route paths are imported from ``hermes_loop.server.app`` on first
+``ModelServer`` and the route paths are imported from ``hermes_loop.server._app`` on first
 use, so scripts, turns and ``ModelServerProcess`` work without it, and a missing extra is
 an ``ImportError`` naming it.
 
@@ -17,12 +17,12 @@ an ``ImportError`` naming it.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from hermes_loop.server.completions import Completion, logprob_of, render_turn
-from hermes_loop.server.process import ModelServerProcess, ModelServerThread, ServerStartError
-from hermes_loop.server.responders import (
+from hermes_loop import _lazy
+from hermes_loop.server._completions import Completion, logprob_of, render_turn
+from hermes_loop.server._process import ModelServerProcess, ModelServerThread, ServerStartError
+from hermes_loop.server._responders import (
     ModelRequest,
     Policy,
     PolicyFunction,
@@ -33,13 +33,16 @@ from hermes_loop.server.responders import (
     load_script_file,
     responders_from_data,
 )
-from hermes_loop.server.turns import FINISH_REASONS, Call, Fault, ScriptError, Turn
+from hermes_loop.server._turns import FINISH_REASONS, Call, Fault, ScriptError, Turn
 
 if TYPE_CHECKING:
-    from hermes_loop.server.app import CHAT_PATH, GENERATE_PATH, RESPONSES_PATH, ModelServer
+    from hermes_loop.server._app import CHAT_PATH, GENERATE_PATH, RESPONSES_PATH, ModelServer
 
-#: Names served from ``hermes_loop.server.app`` (which needs aiohttp) on first access.
-_FROM_APP = ("CHAT_PATH", "GENERATE_PATH", "RESPONSES_PATH", "ModelServer")
+#: Names imported on first access, from ``hermes_loop.server._app``: it needs aiohttp (an
+#: ``ImportError`` that says how to install it when the ``server`` extra is missing).
+_LAZY = dict.fromkeys(
+    ("CHAT_PATH", "GENERATE_PATH", "RESPONSES_PATH", "ModelServer"), "hermes_loop.server._app"
+)
 
 __all__ = [
     "CHAT_PATH",
@@ -69,18 +72,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """``ModelServer`` and the route paths, imported when first asked for.
-
-    Raises:
-        ImportError: if the ``server`` extra (aiohttp) is not installed; the message says
-            how to install it.
-        AttributeError: for any other unknown name.
-    """
-    if name in _FROM_APP:
-        return getattr(importlib.import_module("hermes_loop.server.app"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = _lazy.lazy_exports(__name__, _LAZY)

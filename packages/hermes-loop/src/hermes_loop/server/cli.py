@@ -35,9 +35,9 @@ from collections.abc import Iterator, Sequence
 from types import FrameType
 from typing import NoReturn
 
-from hermes_loop.server.responders import Responder, load_script_file
-from hermes_loop.server.turns import ScriptError
-from hermes_loop.tokenizer import TokenizerUnavailableError
+from hermes_loop.server._responders import Responder, load_script_file
+from hermes_loop.server._turns import ScriptError
+from hermes_loop.templates._tokenizer import TokenizerUnavailableError
 
 __all__ = ["PROG", "build_arg_parser", "main"]
 
@@ -184,7 +184,7 @@ class _CannotStart(Exception):
 
 
 async def _serve(responders: dict[str, Responder], args: argparse.Namespace) -> int:
-    from hermes_loop.server.app import ModelServer  # the server extra, checked by main()
+    from hermes_loop.server._app import ModelServer  # the server extra, checked by main()
 
     server = ModelServer(
         responders,

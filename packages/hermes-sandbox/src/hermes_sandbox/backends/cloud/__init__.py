@@ -6,3 +6,5 @@ Such a provider can only "run this argv and return its output and exit code", so
 inside the sandbox: timeouts that kill the whole process tree, bounded output, kills on
 cancellation. ``modal.py`` and ``daytona.py`` adapt it to each SDK.
 """
+
+__all__: list[str] = []

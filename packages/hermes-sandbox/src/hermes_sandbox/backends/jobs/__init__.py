@@ -7,3 +7,5 @@ and kill what it left with the scripts of ``hermes_sandbox.processes``: ``_job.p
 what they share (``run_job``, ``JobLedger``), ``ssh.py`` and ``singularity.py`` each
 backend.
 """
+
+__all__: list[str] = []

@@ -27,7 +27,7 @@ from hermes_sandbox.testing.checks import (
     verification,
 )
 
-__all__ = ["CHECKS", "Check"]
+__all__ = ["CHECKS", "Bench", "Check"]
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_loop.server.dialects.generate import Generated, GenerateRequest, read_generate
-from hermes_loop.server.wire import Rejected, int_field
-from hermes_loop.tokenizer import Tokenizer
+from hermes_loop.server._dialects.generate import Generated, GenerateRequest, read_generate
+from hermes_loop.server._wire import Rejected, int_field
+from hermes_loop.templates._tokenizer import Tokenizer
 
 __all__ = ["SglangRequest", "is_sglang", "read_sglang", "sglang_payload"]
 

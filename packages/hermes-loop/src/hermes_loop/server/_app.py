@@ -37,31 +37,31 @@ except ImportError as _missing:  # pragma: no cover - depends on the installed e
         "hermes_loop.server needs aiohttp; install it with: pip install 'hermes-loop[server]'"
     ) from _missing
 
-from hermes_loop.server.completions import Completion, prepare
-from hermes_loop.server.dialects.generate import generated
-from hermes_loop.server.dialects.openai_chat import (
+from hermes_loop.server._completions import Completion, prepare
+from hermes_loop.server._dialects.generate import generated
+from hermes_loop.server._dialects.openai_chat import (
     ChatRequest,
     chat_events,
     chat_payload,
     chat_reply,
     read_chat,
 )
-from hermes_loop.server.dialects.openai_responses import (
+from hermes_loop.server._dialects.openai_responses import (
     read_responses,
     responses_events,
     responses_output,
     responses_payload,
 )
-from hermes_loop.server.dialects.request import ParsedRequest
-from hermes_loop.server.dialects.sglang_generate import is_sglang, read_sglang, sglang_payload
-from hermes_loop.server.dialects.vllm_generate import read_vllm, vllm_payload
-from hermes_loop.server.faults import FaultInjector
-from hermes_loop.server.prompt_ids import PromptEncoder
-from hermes_loop.server.responders import Responder, ScriptExhaustedError
-from hermes_loop.server.routing import ModelRouter, ResponderSpec
-from hermes_loop.server.turns import Fault, ScriptError, Turn
-from hermes_loop.server.wire import Dropped, Rejected, read_json, send_events, send_json
-from hermes_loop.tokenizer import Tokenizer, load_tokenizer
+from hermes_loop.server._dialects.request import ParsedRequest
+from hermes_loop.server._dialects.sglang_generate import is_sglang, read_sglang, sglang_payload
+from hermes_loop.server._dialects.vllm_generate import read_vllm, vllm_payload
+from hermes_loop.server._faults import FaultInjector
+from hermes_loop.server._prompt_ids import PromptEncoder
+from hermes_loop.server._responders import Responder, ScriptExhaustedError
+from hermes_loop.server._routing import ModelRouter, ResponderSpec
+from hermes_loop.server._turns import Fault, ScriptError, Turn
+from hermes_loop.server._wire import Dropped, Rejected, read_json, send_events, send_json
+from hermes_loop.templates._tokenizer import Tokenizer, load_tokenizer
 from hermes_parsers import ToolCallParser, get_parser
 
 __all__ = [

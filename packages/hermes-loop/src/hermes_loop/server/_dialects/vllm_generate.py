@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_loop.server.completions import logprob_of
-from hermes_loop.server.dialects.generate import Generated, GenerateRequest, read_generate
-from hermes_loop.server.wire import int_field
-from hermes_loop.tokenizer import Tokenizer
+from hermes_loop.server._completions import logprob_of
+from hermes_loop.server._dialects.generate import Generated, GenerateRequest, read_generate
+from hermes_loop.server._wire import int_field
+from hermes_loop.templates._tokenizer import Tokenizer
 
 __all__ = ["VllmRequest", "read_vllm", "vllm_payload"]
 

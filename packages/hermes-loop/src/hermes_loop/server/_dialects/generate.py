@@ -14,11 +14,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from hermes_loop.server.completions import Completion
-from hermes_loop.server.conversations import prompt_key, prompt_turn_index
-from hermes_loop.server.dialects.request import ParsedRequest
-from hermes_loop.server.wire import Rejected, int_field
-from hermes_loop.tokenizer import Tokenizer
+from hermes_loop.server._completions import Completion
+from hermes_loop.server._conversations import prompt_key, prompt_turn_index
+from hermes_loop.server._dialects.request import ParsedRequest
+from hermes_loop.server._wire import Rejected, int_field
+from hermes_loop.templates._tokenizer import Tokenizer
 
 __all__ = ["GenerateRequest", "Generated", "generated", "read_generate"]
 

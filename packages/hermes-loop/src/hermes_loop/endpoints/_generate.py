@@ -10,7 +10,7 @@ with a chat template, tokenizes it, and parses tool calls out of the raw text wi
 
 The prompt ids are the ones the model's own chat template and tokenizer give: the
 tokenizer's own Jinja chat template when it ships one (``tokenizer.chat_template``), else
-the built-in ChatML/Hermes template (``hermes_loop.chat_template``); a prompt starts with
+the built-in ChatML/Hermes template (``hermes_loop.templates._chat_template``); a prompt starts with
 the BOS token when the tokenizer says prompts do (``tokenizer.add_bos_token``) and the
 template did not write it. The template's end-of-turn text (``<|im_end|>`` for ChatML) is
 sent as a stop string, so generation ends there even on a model for which that text is
@@ -35,13 +35,13 @@ from typing import TYPE_CHECKING, Any
 
 import openai
 
-from hermes_loop.endpoints.base import ChatSession, ModelTurn, SamplingParams
-from hermes_loop.endpoints.client import HTTPEndpoint, make_client
-from hermes_loop.endpoints.errors import bad_response, type_name
+from hermes_loop.endpoints._base import ChatSession, ModelTurn, SamplingParams
+from hermes_loop.endpoints._client import HTTPEndpoint, make_client
+from hermes_loop.endpoints._errors import bad_response, type_name
 from hermes_parsers import ToolCallParser, get_parser
 
 if TYPE_CHECKING:
-    from hermes_loop.tokenizer import Tokenizer
+    from hermes_loop.templates._tokenizer import Tokenizer
 
 __all__ = ["GenerateChatServer", "Renderer", "read_generation"]
 
@@ -56,13 +56,13 @@ def _default_render(tokenizer: Tokenizer, parser: ToolCallParser) -> tuple[Rende
     """The tokenizer's own chat template if it has one, else ChatML/Hermes; and the
     template's end-of-turn text (``None`` when it cannot be told)."""
     if tokenizer.chat_template:
-        from hermes_loop.jinja_template import JinjaChatTemplate
+        from hermes_loop.templates._jinja_template import JinjaChatTemplate
 
         template = JinjaChatTemplate(
             tokenizer.chat_template, bos_token=tokenizer.bos_token, eos_token=tokenizer.eos_token
         )
         return template, template.end_of_turn()
-    from hermes_loop.chat_template import IM_END, render_prompt
+    from hermes_loop.templates._chat_template import IM_END, render_prompt
 
     return partial(render_prompt, parser=parser), IM_END
 
@@ -83,12 +83,12 @@ class GenerateChatServer(HTTPEndpoint):
     Args:
         base_url: the server root, e.g. ``"http://127.0.0.1:9001"`` (``/generate`` is
             appended; a trailing ``/v1`` is dropped).
-        tokenizer: the model's tokenizer (``hermes_loop.tokenizer.load_tokenizer``).
+        tokenizer: the model's tokenizer (``hermes_loop.templates._tokenizer.load_tokenizer``).
         parser: a ``hermes_parsers`` parser or its name (the config's ``tool_call_parser``).
         render: the chat template; by default the tokenizer's own
             (``tokenizer.chat_template``, rendered by
-            ``hermes_loop.jinja_template.JinjaChatTemplate``), else
-            ``hermes_loop.chat_template.render_prompt`` (ChatML/Hermes, tool calls
+            ``hermes_loop.templates._jinja_template.JinjaChatTemplate``), else
+            ``hermes_loop.templates._chat_template.render_prompt`` (ChatML/Hermes, tool calls
             written in ``parser``'s format).
         stop_text: the template's end-of-turn text; by default the text the template
             writes after an assistant message (``<|im_end|>`` for ChatML), else the
@@ -99,7 +99,7 @@ class GenerateChatServer(HTTPEndpoint):
 
     Raises:
         ChatTemplateUnavailableError: the tokenizer ships a chat template but ``jinja2``
-            is missing (``hermes_loop.jinja_template``; install ``hermes-loop[server]``).
+            is missing (``hermes_loop.templates._jinja_template``; install ``hermes-loop[server]``).
         ChatTemplateError: the tokenizer's chat template does not compile.
         KeyError: ``parser`` names no registered format.
     """

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_loop.chat_template import render_call
-from hermes_loop.server.turns import Call, Turn
-from hermes_loop.tokenizer import Tokenizer
+from hermes_loop.server._turns import Call, Turn
+from hermes_loop.templates._chat_template import render_call
+from hermes_loop.templates._tokenizer import Tokenizer
 from hermes_parsers import ToolCallParser
 
 __all__ = ["Completion", "logprob_of", "prepare", "render_turn"]

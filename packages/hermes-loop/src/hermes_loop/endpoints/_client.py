@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 import openai
 
-from hermes_loop.endpoints.errors import endpoint_error
+from hermes_loop.endpoints._errors import endpoint_error
 from hermes_loop.errors import EndpointError
 
 __all__ = ["HTTPEndpoint", "make_client"]

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes_loop.errors import HermesLoopError
-from hermes_loop.server.json_limits import TooDeep, json_problem, text_problem
+from hermes_loop.server._json_limits import TooDeep, json_problem, text_problem
 
 __all__ = ["FINISH_REASONS", "Call", "Fault", "ScriptError", "Turn"]
 

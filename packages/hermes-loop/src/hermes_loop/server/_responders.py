@@ -50,10 +50,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from hermes_loop.chat_template import parse_prompt
 from hermes_loop.errors import HermesLoopError
-from hermes_loop.server.json_limits import load_json, text_problem
-from hermes_loop.server.turns import Call, ScriptError, Turn
+from hermes_loop.server._json_limits import load_json, text_problem
+from hermes_loop.server._turns import Call, ScriptError, Turn
+from hermes_loop.templates._chat_template import parse_prompt
 from hermes_parsers import ToolCallParser
 
 __all__ = [

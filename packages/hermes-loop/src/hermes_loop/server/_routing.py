@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hermes_loop.server.responders import Responder, Script
-from hermes_loop.server.turns import Turn
-from hermes_loop.server.wire import Rejected
+from hermes_loop.server._responders import Responder, Script
+from hermes_loop.server._turns import Turn
+from hermes_loop.server._wire import Rejected
 
 __all__ = ["DEFAULT_NAME", "ModelRouter", "ResponderSpec"]
 

@@ -8,7 +8,7 @@ a test fixture (``hermes_loop/data/tiny-tokenizer``, built by
 ``decode(encode(text)) == text``.
 
 ``load_tokenizer(path)`` loads any Hugging Face ``tokenizer.json`` (or a directory holding
-one), or the tokenizer inside a GGUF model file (``hermes_loop.gguf``), with the
+one), or the tokenizer inside a GGUF model file (``hermes_loop.templates._gguf``), with the
 ``tokenizers`` library, which comes with the ``hermes-loop[server]`` extra.
 
 A tokenizer also says how a prompt starts and which chat template the model was trained
@@ -168,7 +168,8 @@ class HFTokenizer:
             TokenizerUnavailableError: if the ``tokenizers`` library is not installed.
             FileNotFoundError: if there is no such file.
             ValueError: if the file is not a tokenizer, lacks the EOS or BOS token, or is a
-                GGUF file whose tokenizer cannot be rebuilt (``hermes_loop.gguf.GGUFError``).
+                GGUF file whose tokenizer cannot be rebuilt
+                (``hermes_loop.templates._gguf.GGUFError``).
         """
         tokenizers = _import_tokenizers()
         file = Path(path)
@@ -177,7 +178,7 @@ class HFTokenizer:
         if not file.is_file():
             raise FileNotFoundError(f"no tokenizer file at {file}")
         if file.suffix == ".gguf":
-            from hermes_loop.gguf import tokenizer_from_gguf
+            from hermes_loop.templates._gguf import tokenizer_from_gguf
 
             loaded, config = tokenizer_from_gguf(file)
         else:
@@ -267,7 +268,7 @@ def _import_tokenizers() -> Any:
         import tokenizers
     except ImportError as exc:
         raise TokenizerUnavailableError(
-            "hermes_loop.tokenizer needs the 'tokenizers' library; "
+            "hermes_loop.templates._tokenizer needs the 'tokenizers' library; "
             "install it with: pip install 'hermes-loop[server]'"
         ) from exc
     return tokenizers
@@ -315,7 +316,7 @@ def load_tokenizer(path: str | Path | None = None) -> HFTokenizer:
             message names the ``hermes-loop[server]`` extra.
         FileNotFoundError: if ``path`` holds no tokenizer file.
         ValueError: if the file cannot be read as a tokenizer (for a GGUF file, a
-            ``hermes_loop.gguf.GGUFError`` naming what is wrong).
+            ``hermes_loop.templates._gguf.GGUFError`` naming what is wrong).
     """
     if path is None:
         shipped = resources.files("hermes_loop").joinpath(DEFAULT_TOKENIZER_DIR, "tokenizer.json")

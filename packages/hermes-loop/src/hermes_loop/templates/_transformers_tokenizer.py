@@ -15,7 +15,7 @@ __all__ = ["TransformersTokenizer"]
 
 
 class TransformersTokenizer:
-    """A ``hermes_loop.tokenizer.Tokenizer`` over a ``transformers`` tokenizer.
+    """A ``hermes_loop.templates._tokenizer.Tokenizer`` over a ``transformers`` tokenizer.
 
     ``encode`` adds no special tokens; ``add_bos_token`` is read off the tokenizer's own
     behaviour (does encoding with special tokens put BOS first?), so it matches what the

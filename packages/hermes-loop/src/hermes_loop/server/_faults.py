@@ -2,7 +2,7 @@
 
 Attempts at a turn are counted per ``(model, conversation, turn index)``, so the retries
 of one rollout walk through the phases in order while other rollouts keep their own count
-(see ``hermes_loop.server.turns``). Before the answer, a fault may wait (``delay``), never
+(see ``hermes_loop.server._turns``). Before the answer, a fault may wait (``delay``), never
 answer (``hang``, until the server closes), drop the connection (``disconnect``) or answer
 with an HTTP error (``status``); ``truncate`` is left to the route, which sends half of
 its answer.
@@ -13,8 +13,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Hashable
 
-from hermes_loop.server.turns import Fault, Turn
-from hermes_loop.server.wire import Dropped, Rejected
+from hermes_loop.server._turns import Fault, Turn
+from hermes_loop.server._wire import Dropped, Rejected
 
 __all__ = ["FaultInjector"]
 

@@ -14,12 +14,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_loop.server.completions import Completion, truncated_message
-from hermes_loop.server.conversations import chat_key, chat_turn_index
-from hermes_loop.server.dialects.chat_input import normalize_messages
-from hermes_loop.server.dialects.request import ParsedRequest
-from hermes_loop.server.wire import Rejected, int_field
-from hermes_loop.tokenizer import Tokenizer
+from hermes_loop.server._completions import Completion, truncated_message
+from hermes_loop.server._conversations import chat_key, chat_turn_index
+from hermes_loop.server._dialects.chat_input import normalize_messages
+from hermes_loop.server._dialects.request import ParsedRequest
+from hermes_loop.server._wire import Rejected, int_field
+from hermes_loop.templates._tokenizer import Tokenizer
 from hermes_parsers import ToolCallParser
 
 __all__ = ["ChatReply", "ChatRequest", "chat_events", "chat_payload", "chat_reply", "read_chat"]

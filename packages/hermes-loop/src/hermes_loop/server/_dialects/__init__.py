@@ -12,3 +12,8 @@ subclass, which becomes the ``ModelRequest`` a responder sees) and writes a prep
 ``Completion`` as that dialect's payload (a bad body is a ``wire.Rejected``, answered
 as an OpenAI-shaped 400). They neither read nor write HTTP: the server's routes do.
 """
+
+from __future__ import annotations
+
+#: Nothing here is public: the model server uses these modules (``hermes_loop.server``).
+__all__: list[str] = []

@@ -7,10 +7,10 @@ from typing import Any
 
 import openai
 
-from hermes_loop.endpoints.base import ChatSession, ModelTurn, SamplingParams
-from hermes_loop.endpoints.client import HTTPEndpoint, make_client
-from hermes_loop.endpoints.errors import bad_response, type_name
-from hermes_loop.reasoning import split_reasoning
+from hermes_loop.endpoints._base import ChatSession, ModelTurn, SamplingParams
+from hermes_loop.endpoints._client import HTTPEndpoint, make_client
+from hermes_loop.endpoints._errors import bad_response, type_name
+from hermes_loop.templates._reasoning import split_reasoning
 
 __all__ = ["OpenAIChatServer", "read_chat_answer"]
 

@@ -2,7 +2,7 @@
 
 OpenAI's chat completions API takes the roles ``developer``, ``system``, ``user``,
 ``assistant``, ``tool`` and ``function`` (``openai.types.chat.ChatCompletionRole``); the
-ChatML prompt the server renders (``hermes_loop.chat_template``) has ``system``,
+ChatML prompt the server renders (``hermes_loop.templates._chat_template``) has ``system``,
 ``user``, ``assistant`` and ``tool``. ``normalize_messages`` maps one onto the other:
 
 - ``developer`` becomes ``system`` (newer OpenAI models' name for it);
@@ -29,7 +29,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hermes_loop.server.wire import Rejected
+from hermes_loop.server._wire import Rejected
 
 __all__ = ["CHAT_ROLES", "content_text", "normalize_messages"]
 

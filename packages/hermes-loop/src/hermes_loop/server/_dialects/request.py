@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_loop.server.responders import ModelRequest
+from hermes_loop.server._responders import ModelRequest
 from hermes_parsers import ToolCallParser
 
 __all__ = ["ParsedRequest"]

@@ -30,10 +30,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_loop.server.conversations import chat_key, chat_turn_index
-from hermes_loop.server.dialects.chat_input import content_text
-from hermes_loop.server.dialects.openai_chat import STREAM_PIECE, ChatReply, ChatRequest
-from hermes_loop.server.wire import Rejected, int_field
+from hermes_loop.server._conversations import chat_key, chat_turn_index
+from hermes_loop.server._dialects.chat_input import content_text
+from hermes_loop.server._dialects.openai_chat import STREAM_PIECE, ChatReply, ChatRequest
+from hermes_loop.server._wire import Rejected, int_field
 
 __all__ = [
     "ResponsesRequest",

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, Self
 from hermes_loop.errors import HermesLoopError
 
 if TYPE_CHECKING:
-    from hermes_loop.server.app import ModelServer
-    from hermes_loop.server.routing import ResponderSpec
+    from hermes_loop.server._app import ModelServer
+    from hermes_loop.server._routing import ResponderSpec
 
 __all__ = ["ModelServerProcess", "ModelServerThread", "ServerStartError"]
 
@@ -263,7 +263,7 @@ class ModelServerThread:
 
     async def _main(self) -> None:
         try:
-            from hermes_loop.server.app import ModelServer
+            from hermes_loop.server._app import ModelServer
 
             server = ModelServer(self._responder, **self._options)
             await server.start()

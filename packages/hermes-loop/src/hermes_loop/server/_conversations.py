@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hermes_loop.chat_template import IM_END, IM_START
+from hermes_loop.templates._chat_template import IM_END, IM_START
 
 __all__ = ["chat_key", "chat_turn_index", "prompt_key", "prompt_turn_index"]
 

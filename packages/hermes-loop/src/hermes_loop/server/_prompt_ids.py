@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
-from hermes_loop.chat_template import IM_END, IM_START, render_blocks
-from hermes_loop.tokenizer import Tokenizer
+from hermes_loop.templates._chat_template import IM_END, IM_START, render_blocks
+from hermes_loop.templates._tokenizer import Tokenizer
 from hermes_parsers import ToolCallParser
 
 __all__ = ["PromptEncoder"]
