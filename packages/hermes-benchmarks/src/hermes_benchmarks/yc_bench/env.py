@@ -54,8 +54,9 @@ from hermes_benchmarks.yc_bench.sim import (
     sandbox_env,
     start_simulation,
 )
-from hermes_envs import EnvSetupError, HermesAgentBaseEnv, eval_only_settings
+from hermes_envs import EnvSetupError, eval_only_settings
 from hermes_envs.config import local_endpoint
+from hermes_envs.eval_env import HermesAgentEvalEnv
 from hermes_loop import AgentResult, Tool, ToolSet
 from hermes_sandbox import (
     Sandbox,
@@ -79,7 +80,7 @@ def _fresh_dir(path: Path) -> None:
     path.mkdir(parents=True)
 
 
-class YCBenchEvalEnv(HermesAgentBaseEnv):
+class YCBenchEvalEnv(HermesAgentEvalEnv[dict[str, Any]]):
     """YC-Bench, eval-only: presets x seeds, each run scored
     ``survival_weight x survival + funds_weight x normalised_funds``."""
 
