@@ -26,6 +26,7 @@ def test_public_names_are_pinned() -> None:
         "GroupFileExistsError",
         "HermesAgentBaseEnv",
         "HermesAgentEnvConfig",
+        "HermesAgentEvalEnv",
         "HermesEnvsError",
         "HermesSweEnv",
         "HermesSweEnvConfig",

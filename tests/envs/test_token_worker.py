@@ -252,7 +252,7 @@ def _same(groups: list[dict[str, Any]]) -> list[str]:
 async def test_process_lines_come_from_the_worker_and_equal_the_threads(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="hermes_envs.base_env")
+    caplog.set_level(logging.DEBUG, logger="hermes_envs")
     with_worker = await _process(tmp_path / "worker", 24)
     assert any(
         "token worker" in r.getMessage() and "ready" in r.getMessage() for r in caplog.records
@@ -265,7 +265,7 @@ async def test_process_lines_come_from_the_worker_and_equal_the_threads(
 async def test_a_worker_killed_mid_run_loses_no_group(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="hermes_envs.base_env")
+    caplog.set_level(logging.DEBUG, logger="hermes_envs")
     groups = await _process(tmp_path, 30, kill_after=20)
     assert len(groups) == 30
     assert all(group["scores"] == [1.0, 1.0] for group in groups)

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from hermes_envs.env_config import HermesAgentEnvConfig, eval_only_settings
     from hermes_envs.envs.swe import HermesSweEnv, HermesSweEnvConfig, swe_oracle
     from hermes_envs.envs.terminal_test import TerminalTestEnv, terminal_test_oracle
+    from hermes_envs.eval_env import HermesAgentEvalEnv
     from hermes_envs.options_help import describe_options
     from hermes_envs.rollout import RolloutOutcome
     from hermes_envs.toolsets import AGENT_TOOLSETS
@@ -72,6 +73,7 @@ __all__ = [
     "GroupFileExistsError",
     "HermesAgentBaseEnv",
     "HermesAgentEnvConfig",
+    "HermesAgentEvalEnv",
     "HermesEnvsError",
     "HermesSweEnv",
     "HermesSweEnvConfig",
@@ -101,6 +103,7 @@ __all__ = [
 
 #: Names imported on first access, and the module that holds each.
 _LAZY = {
+    "HermesAgentEvalEnv": "hermes_envs.eval_env",
     "AGENT_TOOLSETS": "hermes_envs.toolsets",
     "InfraFailure": "hermes_envs.agent_run",
     "SANDBOX_FAILURES": "hermes_envs.agent_run",

@@ -21,7 +21,9 @@ defaults of the suite's ``default.yaml``. Atropos' ``evaluate_log`` also writes
 
 The environment follows the reference's eval-only pattern: ``eval_handling`` STOP_TRAIN,
 ``steps_per_eval`` 1, ``total_steps`` 1, ``collect_trajectories`` returning
-``(None, [])``, :meth:`TerminalBench2EvalEnv.rollout_and_score_eval` for one task.
+``(None, [])``, :meth:`TerminalBench2EvalEnv.rollout_and_score_eval` for one task. Its
+base is :class:`~hermes_envs.eval_env.HermesAgentEvalEnv`, which holds only what evaluation uses
+(no tokenizer, sandbox pool or tools: ``process`` and ``serve`` stop at start).
 """
 
 from __future__ import annotations
@@ -50,12 +52,10 @@ from hermes_benchmarks.trial import run_trial
 from hermes_envs import (
     DatasetLoadError,
     EnvSetupError,
-    HermesAgentBaseEnv,
     HermesAgentEnvConfig,
+    HermesAgentEvalEnv,
     eval_only_settings,
 )
-from hermes_loop import AgentResult
-from hermes_sandbox import ToolContext
 from hermes_sandbox.backends.docker import RUN_ID
 
 __all__ = ["TerminalBench2EvalConfig", "TerminalBench2EvalEnv", "main"]
@@ -66,7 +66,7 @@ class TerminalBench2EvalConfig(HarnessSettings, HermesAgentEnvConfig):
     e.g. ``terminal_backend`` defaults to docker) over ``HermesAgentEnvConfig``."""
 
 
-class TerminalBench2EvalEnv(HermesAgentBaseEnv):
+class TerminalBench2EvalEnv(HermesAgentEvalEnv[Task]):
     """Terminal-Bench 2 as an eval-only environment: ``evaluate`` runs the suite.
 
     Raises (from ``setup`` / ``evaluate``, printed as one line by the command line):
@@ -177,21 +177,6 @@ class TerminalBench2EvalEnv(HermesAgentBaseEnv):
     def format_prompt(self, item: Task) -> str:
         """The task's instruction."""
         return item.instruction
-
-    async def compute_reward(self, item: Any, result: AgentResult, ctx: ToolContext) -> float:
-        """Not used: a trial's score comes from the task's verifier.
-
-        Raises:
-            NotImplementedError: always (this environment does not train).
-        """
-        raise NotImplementedError(f"{type(self).__name__} is eval-only: run `evaluate`")
-
-    async def collect_trajectories(self, item: Any) -> tuple[None, list[Any]]:
-        """Eval-only: no training groups."""
-        return None, []
-
-    async def score(self, rollout_group_data: Any) -> None:
-        """Eval-only: nothing to score for training."""
 
     # -- evaluation -----------------------------------------------------------------------
 

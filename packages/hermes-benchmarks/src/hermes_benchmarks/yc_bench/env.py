@@ -56,7 +56,7 @@ from hermes_benchmarks.yc_bench.sim import (
 )
 from hermes_envs import (
     EnvSetupError,
-    HermesAgentBaseEnv,
+    HermesAgentEvalEnv,
     eval_only_settings,
     local_endpoint,
     run_agent,
@@ -84,7 +84,7 @@ def _fresh_dir(path: Path) -> None:
     path.mkdir(parents=True)
 
 
-class YCBenchEvalEnv(HermesAgentBaseEnv):
+class YCBenchEvalEnv(HermesAgentEvalEnv[dict[str, Any]]):
     """YC-Bench, eval-only: presets x seeds, each run scored
     ``survival_weight x survival + funds_weight x normalised_funds``."""
 
