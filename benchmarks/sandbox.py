@@ -14,7 +14,9 @@ cold and taking a ready container from a ``DockerWarmPool``; ``exec("true")`` (t
 sandbox's shell kept open in the container) against the docker SDK's ``exec_run`` of
 ``true`` on the same container (bars: <= 0.1x and a median of at most 5 ms); exec round
 trips against ``docker exec <container> bash -c cmd`` (bar: <= 1.0x); upload/download of
-50 MB against ``docker cp`` (bar: at least as fast, ratio >= 1.0).
+50 MB against ``docker cp`` (bar: at least as fast, ratio >= 1.0; 15 paired samples per
+direction, the side that goes first alternating from pair to pair, both downloading the
+same file).
 
 Exec samples of the two sides alternate, so both see the same machine load; the exec ratio
 is the median of the per-pair ratios, and the best of the rounds is reported (medians of
@@ -55,8 +57,8 @@ FILE_MB = 50
 EXEC_RUN_BAR = 0.1
 EXEC_LIMIT_MS = 5.0
 TRANSFER_FLOOR = 1.0
-#: Paired transfer samples per direction (half of it, at least 3, with --quick).
-TRANSFER_PAIRS = 11
+#: Paired transfer samples per direction (half of it with --quick).
+TRANSFER_PAIRS = 15
 
 
 @dataclass
@@ -324,28 +326,42 @@ async def bench_docker(settings: Settings, payload: Path, scratch: Path) -> list
         def docker_cli(*argv: str) -> None:
             subprocess.run(["docker", *argv], check=True, capture_output=True)
 
-        # Paired samples, alternating sides (both meet the same load); the median of
-        # each side and of the per-pair ratios. A first pair warms both sides up.
+        # Paired samples (both sides meet the same load), the side that goes first
+        # alternating from pair to pair (neither always follows the other's disk writes);
+        # the median of each side and of the per-pair ratios. A first pair warms both up.
+        # Both sides download the same file, put there once (neither reads a file whose
+        # writing the kernel may still be flushing).
         await sandbox.upload_file(payload, "/tmp/bench-ours.bin")
         docker_cli("cp", str(payload), f"{container}:/tmp/bench-cli.bin")
+        docker_cli("cp", str(payload), f"{container}:/tmp/bench-source.bin")
+
+        async def ours_up() -> float:
+            return await timed(lambda: sandbox.upload_file(payload, "/tmp/bench-ours.bin"))
+
+        async def cli_up() -> float:
+            return await timed(
+                lambda: docker_cli("cp", str(payload), f"{container}:/tmp/bench-cli.bin")
+            )
+
+        async def ours_down() -> float:
+            return await timed(
+                lambda: sandbox.download_file("/tmp/bench-source.bin", scratch / "d.bin")
+            )
+
+        async def cli_down() -> float:
+            return await timed(
+                lambda: docker_cli("cp", f"{container}:/tmp/bench-source.bin", str(scratch))
+            )
+
         ups: list[tuple[float, float]] = []
         downs: list[tuple[float, float]] = []
-        for _ in range(TRANSFER_PAIRS if settings.rounds > 2 else max(3, TRANSFER_PAIRS // 2)):
-            ups.append(
-                (
-                    await timed(lambda: sandbox.upload_file(payload, "/tmp/bench-ours.bin")),
-                    await timed(
-                        lambda: docker_cli("cp", str(payload), f"{container}:/tmp/bench-cli.bin")
-                    ),
-                )
-            )
-            ours_down = await timed(
-                lambda: sandbox.download_file("/tmp/bench-ours.bin", scratch / "d.bin")
-            )
-            cli_down = await timed(
-                lambda: docker_cli("cp", f"{container}:/tmp/bench-cli.bin", str(scratch))
-            )
-            downs.append((ours_down, cli_down))
+        for number in range(TRANSFER_PAIRS if settings.rounds > 2 else TRANSFER_PAIRS // 2):
+            for pairs, mine, other in ((ups, ours_up, cli_up), (downs, ours_down, cli_down)):
+                if number % 2:
+                    theirs = await other()
+                    pairs.append((await mine(), theirs))
+                else:
+                    pairs.append((await mine(), await other()))
     up = (statistics.median(o for o, _ in ups), statistics.median(t for _, t in ups))
     down = (statistics.median(o for o, _ in downs), statistics.median(t for _, t in downs))
     transfer_rows = throughput_rows("docker", up, down, "docker cp", floor=TRANSFER_FLOOR)

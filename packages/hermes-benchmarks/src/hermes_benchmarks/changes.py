@@ -187,10 +187,11 @@ async def suspect_reasons(
 
 async def _real_dirs(daemon: DockerDaemon, container: str, dirs: Sequence[str]) -> dict[str, str]:
     """Each of ``dirs`` with a symbolic link in its place followed (merged-usr images
-    have ``/bin`` -> ``usr/bin``): folders that are one are not told apart."""
+    have ``/bin`` -> ``usr/bin``): folders that are one are not told apart. The daemon
+    is asked about all of them at once."""
     real: dict[str, str] = {}
-    for folder in dirs:
-        stat = await daemon.stat(container, folder)
+    stats = await asyncio.gather(*(daemon.stat(container, folder) for folder in dirs))
+    for folder, stat in zip(dirs, stats, strict=True):
         target = str((stat or {}).get("linkTarget") or "")
         if target:
             real[folder] = posixpath.normpath(posixpath.join(posixpath.dirname(folder), target))

@@ -44,12 +44,14 @@ failure (which would hide slow models from the score).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import shutil
 import tempfile
 import time
 import uuid
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -87,14 +89,26 @@ ARTIFACTS_DIR = "artifacts"
 
 
 class _Clock:
+    """The seconds each step of an attempt took (steps met twice add up)."""
+
     def __init__(self) -> None:
         self.timings: dict[str, float] = {}
         self._since = time.monotonic()
 
     def lap(self, step: str) -> None:
+        """Count the time since the last lap as ``step``'s."""
         now = time.monotonic()
         self.timings[step] = round(self.timings.get(step, 0.0) + now - self._since, 4)
         self._since = now
+
+    @contextlib.contextmanager
+    def step(self, step: str) -> Iterator[None]:
+        """Count the block's time (and any since the last lap) as ``step``'s, however the
+        block ends."""
+        try:
+            yield
+        finally:
+            self.lap(step)
 
 
 async def _image(task: Task, settings: TrialSettings) -> TaskImage:
@@ -168,20 +182,12 @@ def _task_options(task: Task, settings: TrialSettings) -> dict[str, Any]:
     return options
 
 
-#: Seconds to wait before asking again about a container the daemon said is stopping.
-STOPPING_WAIT = 0.5
-
-
 async def _attributed(sandbox: Sandbox | None, error: Exception, kind: str) -> Attempt | None:
     """A scored ``sandbox_died`` attempt when ``sandbox`` is gone while its backend
     answers (the agent stopped it from inside); None when the failure stays ``kind``."""
     if sandbox is None:
         return None
-    gone = await sandbox_gone(sandbox)
-    if not gone and "stopped state" in str(error):  # the daemon is still stopping it
-        await asyncio.sleep(STOPPING_WAIT)
-        gone = await sandbox_gone(sandbox)
-    if gone:
+    if await sandbox_gone(sandbox, error):
         return failed_attempt(
             "sandbox_died", f"the agent's sandbox stopped during the trial ({kind}: {error})"
         )
@@ -197,6 +203,23 @@ async def _finish(diffing: asyncio.Future[SystemChanges | None]) -> SystemChange
     if diffing.cancelled() or diffing.exception() is not None:
         return None
     return diffing.result()
+
+
+def _graded(reward: float, timings: dict[str, float]) -> Attempt:
+    """The attempt whose tests wrote ``reward``: a pass at 1 or more, else a fail."""
+    status: TrialStatus = "pass" if reward >= 1.0 else "fail"
+    return Attempt(status=status, reward=reward, timings=timings)
+
+
+async def _retried(retries: int, attempt: Callable[[int], Awaitable[Attempt]]) -> list[Attempt]:
+    """``attempt(0)``, ``attempt(1)``, ... while each is an infrastructure failure, at most
+    ``1 + retries`` of them; every attempt made, in order."""
+    attempts: list[Attempt] = []
+    for number in range(retries + 1):
+        attempts.append(await attempt(number))
+        if attempts[-1].status != "infra_error":
+            break
+    return attempts
 
 
 async def run_attempt(
@@ -233,45 +256,37 @@ async def run_attempt(
     diffing: asyncio.Future[SystemChanges | None] | None = None
     record = TrialRecord(staging, secrets=agent_secrets(agent)) if staging is not None else None
     try:
-        try:
+        with clock.step("image"):
             image = await _image(task, settings)
-        finally:
-            clock.lap("image")
-        try:
-            options = _task_options(task, settings)
-            sandbox = await start_sandbox(
-                settings.backend,
-                options,
-                task_id=task_id,
-                cpus=config.environment.cpus,
-                memory_mb=config.environment.memory_mb,
-                image=image.options,
-                lifetime=agent_timeout + (0.0 if separate else verifier_timeout),
-                network=sandbox_network(allows_internet(config.environment), settings.network),
-            )
-        except (SandboxError, ValueError, TaskError) as error:
-            raise TrialInfraError("sandbox_start", f"{type(error).__name__}: {error}") from None
-        finally:
-            clock.lap("sandbox_start")
-        try:
-            with recording(record):
-                timed_out = await _agent(agent, task, sandbox, agent_timeout)
-        finally:
-            clock.lap("agent")
+        with clock.step("sandbox_start"):
+            try:
+                options = _task_options(task, settings)
+                sandbox = await start_sandbox(
+                    settings.backend,
+                    options,
+                    task_id=task_id,
+                    cpus=config.environment.cpus,
+                    memory_mb=config.environment.memory_mb,
+                    image=image.options,
+                    lifetime=agent_timeout + (0.0 if separate else verifier_timeout),
+                    network=sandbox_network(allows_internet(config.environment), settings.network),
+                )
+            except (SandboxError, ValueError, TaskError) as error:
+                raise TrialInfraError("sandbox_start", f"{type(error).__name__}: {error}") from None
+        with clock.step("agent"), recording(record):
+            timed_out = await _agent(agent, task, sandbox, agent_timeout)
         if not separate:
             # The agent's changes are read (through the daemon) while its artifacts are
             # kept and the tests put in place, and before the tests start (so that
             # nothing the tests write is counted).
             diffing = asyncio.ensure_future(system_changes(sandbox))
         if staging is not None:
-            try:
+            with clock.step("artifacts"):
                 manifest = await _keep(task, sandbox, staging, separate)
-            finally:
-                clock.lap("artifacts")
         if separate and staging is not None and manifest is not None:
             closing, sandbox = sandbox, None
-            await _close(closing, task_id)
-            clock.lap("teardown")
+            with clock.step("teardown"):
+                await _close(closing, task_id)
             reward = await verify_separately(
                 task,
                 staging,
@@ -284,23 +299,23 @@ async def run_attempt(
         else:
             if diffing is None:
                 diffing = asyncio.ensure_future(system_changes(sandbox))
-            try:
-                reward = await verify(
-                    task,
-                    sandbox,
-                    timeout=verifier_timeout,
-                    settle=REWARD_SETTLE,
-                    before_tests=diffing,
-                    lap=clock.lap,
-                    record=record,
-                )
-            except SandboxError as error:
-                raise TrialInfraError(
-                    "verifier_crash", f"{type(error).__name__}: {error}"
-                ) from None
-            finally:
-                changes = await _finish(diffing)
-                clock.lap("verifier")
+            with clock.step("verifier"):
+                try:
+                    reward = await verify(
+                        task,
+                        sandbox,
+                        timeout=verifier_timeout,
+                        settle=REWARD_SETTLE,
+                        before_tests=diffing,
+                        lap=clock.lap,
+                        record=record,
+                    )
+                except SandboxError as error:
+                    raise TrialInfraError(
+                        "verifier_crash", f"{type(error).__name__}: {error}"
+                    ) from None
+                finally:
+                    changes = await _finish(diffing)
     except ScoredFailure as failure:
         died = None
         if failure.kind == "tests_blocked":  # refused because the container is stopping?
@@ -317,14 +332,13 @@ async def run_attempt(
             "agent_crash", f"{type(error).__name__}: {error}", clock.timings
         )
     else:
-        status: TrialStatus = "pass" if reward >= 1.0 else "fail"
-        attempt = Attempt(status=status, reward=reward, timings=clock.timings)
+        attempt = _graded(reward, clock.timings)
     finally:
         if diffing is not None and not diffing.done():
             await _finish(diffing)
         if sandbox is not None:
-            await _close(sandbox, task_id)
-            clock.lap("teardown")
+            with clock.step("teardown"):
+                await _close(sandbox, task_id)
     update: dict[str, Any] = {"timings": dict(clock.timings)}
     if changes is not None:
         update.update(
@@ -365,24 +379,25 @@ async def run_trial(
         base = scratch
     else:
         base = None
-    attempts: list[Attempt] = []
     stagings: list[Path] = []
     manifest: ArtifactManifest | None = None
     timed_out = False
     kept: str | None = None
+
+    async def attempt(number: int) -> Attempt:
+        nonlocal timed_out, manifest
+        task_id = f"{run_id or 'bench'}-{task.name}-{trial}-{number}"
+        staging = None
+        if base is not None:
+            staging = base / f".{trial}.partial-{uuid.uuid4().hex[:8]}"
+            stagings.append(staging)
+        made, timed_out, manifest = await run_attempt(
+            task, agent, settings, task_id=task_id, staging=staging
+        )
+        return made
+
     try:
-        for number in range(settings.infra_retries + 1):
-            task_id = f"{run_id or 'bench'}-{task.name}-{trial}-{number}"
-            staging = None
-            if base is not None:
-                staging = base / f".{trial}.partial-{uuid.uuid4().hex[:8]}"
-                stagings.append(staging)
-            attempt, timed_out, manifest = await run_attempt(
-                task, agent, settings, task_id=task_id, staging=staging
-            )
-            attempts.append(attempt)
-            if attempt.status != "infra_error":
-                break
+        attempts = await _retried(settings.infra_retries, attempt)
         if keep is not None and (manifest is not None or stagings[-1].is_dir()):
             await asyncio.to_thread(promote_folder, stagings[-1], keep / str(trial))
             kept = f"{ARTIFACTS_DIR}/{task.name}/{trial}"
@@ -422,8 +437,8 @@ async def reverify_trial(
         ArtifactsError: ``folder`` holds no artifact manifest.
     """
     manifest = await asyncio.to_thread(ArtifactManifest.load, folder)
-    attempts: list[Attempt] = []
-    for number in range(settings.infra_retries + 1):
+
+    async def attempt(number: int) -> Attempt:
         clock = _Clock()
         task_id = f"{run_id or 'rescore'}-{task.name}-{original.trial}-r{number}"
         try:
@@ -431,16 +446,13 @@ async def reverify_trial(
                 task, folder, manifest, settings, task_id=task_id, lap=clock.lap
             )
         except ScoredFailure as failure:
-            attempt = failed_attempt(failure.kind, str(failure))
-            attempt = attempt.model_copy(update={"timings": dict(clock.timings)})
+            made = failed_attempt(failure.kind, str(failure))
+            return made.model_copy(update={"timings": dict(clock.timings)})
         except TrialInfraError as error:
-            attempt = infra_attempt(error.kind, str(error), clock.timings)
-        else:
-            status: TrialStatus = "pass" if reward >= 1.0 else "fail"
-            attempt = Attempt(status=status, reward=reward, timings=clock.timings)
-        attempts.append(attempt)
-        if attempt.status != "infra_error":
-            break
+            return infra_attempt(error.kind, str(error), clock.timings)
+        return _graded(reward, clock.timings)
+
+    attempts = await _retried(settings.infra_retries, attempt)
     extra = dict(original.extra)
     extra["rescored_from"] = {"status": original.status, "reward": original.reward}
     if manifest.tests_hash is not None and manifest.tests_hash != task.tests_hash():

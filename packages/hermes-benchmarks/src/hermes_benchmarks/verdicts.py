@@ -34,6 +34,8 @@ SCORED_KINDS: Final = frozenset(
 
 #: Seconds allowed for asking the backend whether a sandbox still lives.
 PROBE_TIMEOUT: Final = 15.0
+#: Seconds to wait before asking again about a container the daemon said is stopping.
+STOPPING_WAIT: Final = 0.5
 
 
 class ScoredFailure(HermesBenchmarksError):
@@ -71,10 +73,24 @@ async def backend_answers(sandbox: Sandbox) -> bool:
     return True
 
 
-async def sandbox_gone(sandbox: Sandbox) -> bool:
+async def sandbox_gone(sandbox: Sandbox, error: BaseException | None = None) -> bool:
     """Whether ``sandbox``'s container is gone or stopped while its daemon answers: the
     sandbox was stopped from inside. False when it still runs, when the daemon does not
-    answer (an infrastructure failure), or for a backend this cannot ask."""
+    answer (an infrastructure failure), or for a backend this cannot ask.
+
+    ``error``: the failure that made the caller ask. When it says the container is in a
+    "stopped state" (the daemon refused while stopping it) and the container still
+    runs, it is asked once more :data:`STOPPING_WAIT` seconds later.
+    """
+    if await _gone(sandbox):
+        return True
+    if error is None or "stopped state" not in str(error):
+        return False
+    await asyncio.sleep(STOPPING_WAIT)
+    return await _gone(sandbox)
+
+
+async def _gone(sandbox: Sandbox) -> bool:
     target = _docker_target(sandbox)
     if target is None:
         return False

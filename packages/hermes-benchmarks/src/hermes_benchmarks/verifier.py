@@ -4,11 +4,13 @@ Shared mode (:func:`verify`), as harbor runs it: the agent's processes (the serv
 it started) keep running; ``/logs/verifier`` is emptied and ``/tests`` removed and
 uploaded fresh from the task folder (the agent never saw them), then ``/bin/bash
 /tests/test.sh`` runs outside the agent's shell session (no variable, function or
-``PATH`` change of the agent's session reaches it) under the verifier's timeout. The
-reward is read at the instant the tests end and again :data:`REWARD_SETTLE` seconds
-later (content and time stamp): a change is a process of the agent writing it, and the
-trial fails (``reward_tampered``). A missing or unreadable reward is the tests' verdict:
-a scored 0 (see :mod:`hermes_benchmarks.verdicts`).
+``PATH`` change of the agent's session reaches it) under the verifier's timeout. When the
+tests end, a docker sandbox is checked for processes that could still write the reward
+(:data:`QUIET_CHECK`); with none left the reward is read once (nothing can change it
+any more). Otherwise (and on other backends) it is read at the instant the tests end and
+again :data:`REWARD_SETTLE` seconds later (content and time stamp): a change is a
+process of the agent writing it, and the trial fails (``reward_tampered``). A missing or
+unreadable reward is the tests' verdict: a scored 0 (see :mod:`hermes_benchmarks.verdicts`).
 
 Separate mode (:func:`verify_separately`): the tests run in a new sandbox from the
 verifier's image (:func:`~hermes_benchmarks.images.build_verifier_image`) with the
@@ -50,6 +52,35 @@ VERIFIER_DIR = "/logs/verifier"
 PREPARE_TIMEOUT = 60.0
 #: Seconds between the two reads of the reward in shared mode (a change is tampering).
 REWARD_SETTLE = 0.25
+#: A check run as root once the tests have ended in a docker sandbox (bash builtins only:
+#: nothing from the container's ``PATH``): exit 0 when no process is left that could
+#: still write the reward, i.e. every live process is init (pid 1), the sandbox's keeper
+#: (init's earliest child), one the daemon started (parent 0: the command sessions) or
+#: one of this check's own session; 1 when another one lives (a service the agent or the
+#: tests left, or a process rewriting the reward). Then nothing can change the reward any
+#: more (only the harness starts processes), so a single read is final; otherwise it is
+#: read twice :data:`REWARD_SETTLE` seconds apart.
+QUIET_CHECK = r"""
+read -r l < /proc/$$/stat || exit 2
+set -- ${l##*") "}
+mine=$4 keep= first=
+for p in /proc/[0-9]*; do
+  read -r l < "$p/stat" 2>/dev/null || continue
+  set -- ${l##*") "}
+  [ "$2" = 1 ] || continue
+  if [ -z "$keep" ] || [ "${20}" -lt "$first" ]; then keep=${p#/proc/} first=${20}; fi
+done
+for p in /proc/[0-9]*; do
+  q=${p#/proc/}
+  if [ "$q" = 1 ] || [ "$q" = "$keep" ]; then continue; fi
+  read -r l < "$p/stat" 2>/dev/null || continue
+  set -- ${l##*") "}
+  case $1 in Z|X) continue ;; esac
+  if [ "$2" = 0 ] || [ "$4" = "$mine" ]; then continue; fi
+  exit 1
+done
+exit 0
+"""
 #: The shell the tests run in: an absolute path, not whatever ``bash`` the agent put
 #: earlier on PATH.
 TEST_SHELL = "/bin/bash"
@@ -77,25 +108,40 @@ def _as_root(sandbox: Sandbox) -> dict[str, Any]:
     return {"user": "0"} if sandbox.supports_user else {}
 
 
-async def _reward_files(sandbox: Sandbox) -> dict[str, bytes | None]:
-    """The reward files' contents (None: absent).
+async def _reward_file(sandbox: Sandbox, name: str) -> bytes | None:
+    """The content of reward file ``name`` (None: absent).
 
     Raises:
-        ScoredFailure: kind ``reward_tampered`` when one kept changing while it was read
+        ScoredFailure: kind ``reward_tampered`` when it kept changing while it was read
             (a process the agent left running rewrites it).
     """
+    try:
+        return await sandbox.read_file(f"{VERIFIER_DIR}/{name}")
+    except (FileNotFoundError, IsADirectoryError):
+        return None
+    except FileChangedError as error:
+        raise ScoredFailure(
+            "reward_tampered",
+            f"{VERIFIER_DIR}/{name} kept changing while it was read: a process the agent "
+            f"left running writes it ({error})",
+        ) from None
+
+
+async def _reward_files(sandbox: Sandbox) -> dict[str, bytes | None]:
+    """The reward files' contents (None: absent), read at the same time.
+
+    Raises:
+        ScoredFailure: as :func:`_reward_file`.
+        SandboxError: a read failed (the first such failure, in file order).
+    """
+    read = await asyncio.gather(
+        *(_reward_file(sandbox, name) for name in REWARD_FILES), return_exceptions=True
+    )
     files: dict[str, bytes | None] = {}
-    for name in REWARD_FILES:
-        try:
-            files[name] = await sandbox.read_file(f"{VERIFIER_DIR}/{name}")
-        except (FileNotFoundError, IsADirectoryError):
-            files[name] = None
-        except FileChangedError as error:
-            raise ScoredFailure(
-                "reward_tampered",
-                f"{VERIFIER_DIR}/{name} kept changing while it was read: a process the agent "
-                f"left running writes it ({error})",
-            ) from None
+    for name, outcome in zip(REWARD_FILES, read, strict=True):
+        if isinstance(outcome, BaseException):
+            raise outcome
+        files[name] = outcome
     return files
 
 
@@ -107,13 +153,15 @@ async def _reward_times(sandbox: Sandbox) -> dict[str, str | None]:
     base_url = sandbox.options.extra.get("base_url")
     daemon = await DockerDaemon.connect(base_url if isinstance(base_url, str) else None)
     try:
-        times: dict[str, str | None] = {}
-        for name in REWARD_FILES:
-            stat = await daemon.stat(container, f"{VERIFIER_DIR}/{name}")
-            times[name] = None if stat is None else str(stat.get("mtime"))
-        return times
+        stats = await asyncio.gather(
+            *(daemon.stat(container, f"{VERIFIER_DIR}/{name}") for name in REWARD_FILES)
+        )
     finally:
         daemon.close()
+    return {
+        name: None if stat is None else str(stat.get("mtime"))
+        for name, stat in zip(REWARD_FILES, stats, strict=True)
+    }
 
 
 async def _reward_state(
@@ -121,6 +169,49 @@ async def _reward_state(
 ) -> tuple[dict[str, bytes | None], dict[str, str | None]]:
     times = await _reward_times(sandbox) if timed else {}
     return await _reward_files(sandbox), times
+
+
+async def _nothing_left_running(sandbox: Sandbox) -> bool:
+    """Whether no process in ``sandbox`` can write the reward any more (docker only, by
+    :data:`QUIET_CHECK`; False elsewhere, when the check fails, or when it cannot run)."""
+    if sandbox.backend != "docker":
+        return False
+    try:
+        checked = await sandbox.exec(
+            QUIET_CHECK, timeout=PREPARE_TIMEOUT, session=False, **_as_root(sandbox)
+        )
+    except SandboxError:
+        return False
+    return checked.exit_code == 0 and not checked.timed_out
+
+
+async def _settled_reward(sandbox: Sandbox, settle: float) -> dict[str, bytes | None]:
+    """The reward files once the tests have ended, in shared mode: read once when no
+    process is left that could write them (:func:`_nothing_left_running`), else read,
+    read again ``settle`` seconds later (content and time stamp) and compared.
+
+    Raises:
+        ScoredFailure: kind ``reward_tampered`` when they changed (or kept changing while
+            read).
+        SandboxError: a read failed.
+    """
+    if await _nothing_left_running(sandbox):
+        return await _reward_files(sandbox)
+    files, times = await _reward_state(sandbox, True)
+    await asyncio.sleep(settle)
+    later_files, later_times = await _reward_state(sandbox, True)
+    if later_files != files or later_times != times:
+        changed = [
+            n
+            for n in REWARD_FILES
+            if later_files.get(n) != files.get(n) or later_times.get(n) != times.get(n)
+        ]
+        raise ScoredFailure(
+            "reward_tampered",
+            f"{VERIFIER_DIR}/{changed[0]} changed after the tests ended: a process the "
+            "agent left running writes it",
+        )
+    return files
 
 
 async def verify(
@@ -139,13 +230,14 @@ async def verify(
     ``upload_tests=False``: the sandbox's image owns ``/tests`` (a verifier image built
     from ``tests/Dockerfile``); it is left as it is and must hold ``test.sh``.
     ``settle``: when positive (shared mode, where the agent's processes still run), the
-    reward is read at the instant the tests end and again ``settle`` seconds later; a
-    change of its content or of its time stamp is tampering. ``before_tests``: awaited
-    once the tests are in place, before they start (work that must see the sandbox as
-    the agent left it, done meanwhile). ``lap`` is called with ``verifier`` and
-    ``integrity`` as each piece ends (the wait for ``before_tests`` and the second read
-    are ``integrity``). ``record``: where the tests' output (``verifier/test-stdout.txt``)
-    and exit status (``verifier/result.json``) are kept.
+    reward is read once if no process is left that could write it (docker:
+    :data:`QUIET_CHECK`), else at the instant the tests end and again ``settle`` seconds
+    later; a change of its content or of its time stamp is tampering. ``before_tests``:
+    awaited once the tests are in place, before they start (work that must see the
+    sandbox as the agent left it, done meanwhile). ``lap`` is called with ``verifier``
+    and ``integrity`` as each piece ends (the wait for ``before_tests``, and the check
+    with the reads of the reward, are ``integrity``). ``record``: where the tests' output
+    (``verifier/test-stdout.txt``) and exit status (``verifier/result.json``) are kept.
 
     Raises:
         ScoredFailure: kind ``reward_missing`` / ``reward_unreadable`` when the tests
@@ -209,22 +301,11 @@ async def verify(
             )
         raise ScoredFailure("verifier_timeout", f"the tests ran past their {timeout:g}s timeout")
     tick("verifier")
-    files, times = await _reward_state(sandbox, settle > 0)
     if settle > 0:
-        await asyncio.sleep(settle)
-        later_files, later_times = await _reward_state(sandbox, True)
-        if later_files != files or later_times != times:
-            changed = [
-                n
-                for n in REWARD_FILES
-                if later_files.get(n) != files.get(n) or later_times.get(n) != times.get(n)
-            ]
-            raise ScoredFailure(
-                "reward_tampered",
-                f"{VERIFIER_DIR}/{changed[0]} changed after the tests ended: a process the "
-                "agent left running writes it",
-            )
+        files = await _settled_reward(sandbox, settle)
         tick("integrity")
+    else:
+        files = await _reward_files(sandbox)
     try:
         return parse_reward(files)
     except RewardError as error:

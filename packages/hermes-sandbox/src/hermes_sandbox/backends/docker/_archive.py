@@ -5,12 +5,16 @@ from __future__ import annotations
 import io
 import tarfile
 import time
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, Final
 
 from hermes_sandbox.backends.docker._stream import CHUNK
 
-__all__ = ["read_single_file", "single_file_tar"]
+__all__ = ["FOLDER_MODE", "folder_headers", "prefixed_tar", "read_single_file", "single_file_tar"]
+
+#: The permission bits of a folder the backend makes on the way to an upload (as
+#: ``mkdir -p`` by root with the usual umask makes them).
+FOLDER_MODE: Final = 0o755
 
 
 def single_file_tar(name: str, data: bytes, mode: int) -> bytes:
@@ -22,6 +26,42 @@ def single_file_tar(name: str, data: bytes, mode: int) -> bytes:
     info.mtime = int(time.time())
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as archive:
         archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def folder_headers(folders: Sequence[str]) -> bytes:
+    """Tar entries making ``folders`` one inside the other (``a``, ``a/b``, ...), owned by
+    root with :data:`FOLDER_MODE`: what ``mkdir -p a/b`` by root makes."""
+    now = int(time.time())
+    headers = []
+    for depth in range(1, len(folders) + 1):
+        info = tarfile.TarInfo("/".join(folders[:depth]))
+        info.type, info.mode, info.mtime = tarfile.DIRTYPE, FOLDER_MODE, now
+        headers.append(info.tobuf(format=tarfile.PAX_FORMAT))
+    return b"".join(headers)
+
+
+def prefixed_tar(archive: bytes, folders: Sequence[str]) -> bytes:
+    """``archive`` moved under ``folders`` (``a/b/...``), after the entries that make
+    those folders (:func:`folder_headers`): unpacked where ``a`` is missing, it lands
+    where the original would have landed in ``a/b``. Hard links are moved with it.
+
+    Raises:
+        tarfile.TarError: if ``archive`` is not a tar.
+    """
+    prefix = "/".join(folders) + "/"
+    buffer = io.BytesIO()
+    buffer.write(folder_headers(folders))
+    with (
+        tarfile.open(fileobj=io.BytesIO(archive), mode="r") as source,
+        tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as target,
+    ):
+        for member in source:
+            content = source.extractfile(member) if member.isreg() else None
+            member.name = prefix + member.name.lstrip("/")
+            if member.islnk():
+                member.linkname = prefix + member.linkname.lstrip("/")
+            target.addfile(member, content)
     return buffer.getvalue()
 
 

@@ -11,9 +11,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from hermes_sandbox.backends.docker._archive import read_single_file, single_file_tar
+from hermes_sandbox.backends.docker._archive import (
+    prefixed_tar,
+    read_single_file,
+    single_file_tar,
+)
 from hermes_sandbox.backends.docker._daemon import DockerDaemon, resolve_docker_host
-from hermes_sandbox.backends.docker._helper import HELPER_BUSYBOX
 from hermes_sandbox.backends.docker._labels import LABEL, LABEL_RUN, LABEL_TASK, RUN_ID
 from hermes_sandbox.backends.docker._launch import LIFETIME_GRACE, Launched, launch_container
 from hermes_sandbox.backends.docker._prepare import prepare_docker_image, reap_docker_run
@@ -372,21 +375,25 @@ class DockerSandbox(Sandbox):
         daemon, container = self._require()
         real, mode, exists = await self._target(self.resolve(remote))
         parent, name = posixpath.split(real)
-        directory = parent or "/"
-        if not exists and await self._stat(directory) is None:
-            await self._mkdir(directory)
-        try:
-            await daemon.call(upload_file, daemon, container, directory, source, name, mode)
-            return
-        except FileNotFoundError:
-            if not await asyncio.to_thread(source.is_file):
-                raise
-            await self._mkdir(directory)
-        except NotADirectoryError as exc:
-            raise NotADirectoryError(
-                f"{directory} is not a directory in sandbox {self.task_id}"
-            ) from exc
-        await daemon.call(upload_file, daemon, container, directory, source, name, mode)
+        wanted = parent or "/"
+        directory, folders = wanted, list[str]()
+        if not exists and await self._stat(wanted) is None:
+            directory, folders = await self._missing_folders(wanted)
+        for attempt in range(2):
+            try:
+                await daemon.call(
+                    upload_file, daemon, container, directory, source, name, mode, folders
+                )
+                return
+            except FileNotFoundError:
+                # The folder went away meanwhile (or the file did: then say so).
+                if attempt or not await asyncio.to_thread(source.is_file):
+                    raise
+                directory, folders = await self._missing_folders(wanted)
+            except NotADirectoryError as exc:
+                raise NotADirectoryError(
+                    f"{wanted} is not a directory in sandbox {self.task_id}"
+                ) from exc
 
     async def download_file(self, remote: str, local: str | Path) -> None:
         """Copy a sandbox file to the host (parent directories are created), streamed.
@@ -439,26 +446,48 @@ class DockerSandbox(Sandbox):
             await daemon.put_archive(container, directory, archive)
             return
         except FileNotFoundError:
-            await self._mkdir(directory)
+            pass
         except NotADirectoryError as exc:
             raise NotADirectoryError(
                 f"{directory} is not a directory in sandbox {self.task_id}"
             ) from exc
+        # The folder is missing: the archive goes into the nearest folder that exists,
+        # with the missing ones made by entries of its own (no command to run).
+        base, folders = await self._missing_folders(directory)
+        moved = await asyncio.to_thread(prefixed_tar, archive, folders)
         try:
-            await daemon.put_archive(container, directory, archive)
+            await daemon.put_archive(container, base, moved)
         except FileNotFoundError as exc:
             raise FileNotFoundError(f"cannot create {directory} in sandbox {self.task_id}") from exc
+        except NotADirectoryError as exc:
+            raise NotADirectoryError(
+                f"cannot create directory {directory} in sandbox {self.task_id}: {exc}"
+            ) from exc
 
-    async def _mkdir(self, directory: str) -> None:
-        daemon, container = self._require()
-        code, output = await daemon.exec_run(
-            container, [HELPER_BUSYBOX, "mkdir", "-p", "--", directory], HARNESS_ENV
-        )
-        if code != 0:
-            text = output.decode(errors="replace").strip()
-            if "Not a directory" in text or "File exists" in text:
-                raise NotADirectoryError(f"cannot create directory {directory}: {text}")
-            raise SandboxError(f"could not create {directory} in sandbox {self.task_id}: {text}")
+    async def _missing_folders(self, directory: str) -> tuple[str, list[str]]:
+        """The nearest existing folder at or above ``directory``, and the names of the
+        folders below it down to ``directory`` (none when it exists).
+
+        Raises:
+            NotADirectoryError: if the nearest existing path is not a folder (nor a
+                symbolic link, which the daemon follows).
+        """
+        path, folders = posixpath.normpath(directory), list[str]()
+        while path not in ("/", "//"):
+            try:
+                stat = await self._stat(path)
+            except NotADirectoryError:  # a file above it: found further up
+                stat = None
+            if stat is not None:
+                if not int(stat.get("mode", 0)) & (_DIR_BIT | _SYMLINK_BIT):
+                    raise NotADirectoryError(
+                        f"cannot create directory {directory} in sandbox {self.task_id}: "
+                        f"{path} is a file"
+                    )
+                return path, folders
+            path, name = posixpath.split(path)
+            folders.insert(0, name)
+        return "/", folders
 
     async def _put_archive(self, remote_dir: str, archive: bytes) -> None:
         await self._put(remote_dir, archive)

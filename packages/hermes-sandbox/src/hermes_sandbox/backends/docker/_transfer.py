@@ -19,9 +19,11 @@ import queue
 import tarfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from hermes_sandbox.backends.docker._archive import folder_headers
 from hermes_sandbox.backends.docker._daemon import DockerDaemon
 from hermes_sandbox.errors import SandboxClosedError, SandboxError
 
@@ -38,10 +40,17 @@ _BUFFERS: Final = 3
 
 
 def upload_file(
-    daemon: DockerDaemon, container: str, directory: str, source: Path, name: str, mode: int
+    daemon: DockerDaemon,
+    container: str,
+    directory: str,
+    source: Path,
+    name: str,
+    mode: int,
+    folders: Sequence[str] = (),
 ) -> None:
     """Put the host file ``source`` into ``directory`` of ``container`` as ``name`` with
-    permission bits ``mode``.
+    permission bits ``mode``; with ``folders``, into ``directory/folders[0]/...``, making
+    those folders first (as ``mkdir -p`` by root would) in the same archive.
 
     Raises:
         FileNotFoundError: if ``source`` or ``directory`` does not exist.
@@ -52,9 +61,9 @@ def upload_file(
     """
     with source.open("rb") as file:
         size = os.fstat(file.fileno()).st_size
-        info = tarfile.TarInfo(name)
+        info = tarfile.TarInfo("/".join([*folders, name]))
         info.size, info.mode, info.mtime = size, mode, int(time.time())
-        head = info.tobuf(format=tarfile.PAX_FORMAT)
+        head = folder_headers(folders) + info.tobuf(format=tarfile.PAX_FORMAT)
         tail = b"\0" * ((-size) % _BLOCK) + b"\0" * (2 * _BLOCK)
         connection = daemon.http_connection()
         try:
