@@ -52,6 +52,7 @@ from hermes_envs.preflight import (
     check_isolation,
     start_wandb,
 )
+from hermes_envs.records import RolloutRecords
 from hermes_envs.redaction import Redactor, configured_secrets
 from hermes_envs.reference import (
     GroupPath,
@@ -465,6 +466,7 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
                 outcome = await run_rollout(
                     messages, loop=loop, pool=self.pool, task_id=self.new_task_id(), reward=reward
                 )
+                self.rollout_records.attempt(item, outcome)
                 if outcome.reward_error is not None:
                     self.stats.reward_errors += 1
                     self.reporter.update(self.stats)
@@ -759,6 +761,11 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         return self.phase == 2
 
     @functools.cached_property
+    def rollout_records(self) -> RolloutRecords:
+        """The per-rollout records of ``process`` and ``evaluate`` (``hermes_envs.records``)."""
+        return RolloutRecords(self)
+
+    @functools.cached_property
     def group_path(self) -> GroupPath:
         """How ``process`` gets this environment's groups (``hermes_envs.reference``),
         decided from what its class overrides; the decision is logged once at debug."""
@@ -812,11 +819,13 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
                     await self.postprocess_histories(one), item
                 ):
                     self._record(item)
+                    await self.rollout_records.group_written(item, one)
         elif scored.line:
             writer = self.jsonl_writer
             assert isinstance(writer, GroupFile)
             writer.write_line(scored.line)
             self._record(item)
+            await self.rollout_records.group_written(item, scored.group or scored.line)
 
     def _record(self, item: Any) -> None:
         if self.group_log is not None:
@@ -980,17 +989,18 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         it."""
         gate = asyncio.Semaphore(max(1, self.config.max_eval_workers))
 
-        async def one(item: Any) -> tuple[Any, RolloutOutcome]:
+        async def one(index: int, item: Any) -> tuple[Any, RolloutOutcome]:
             async with gate:
                 if self.group_path is GroupPath.COLLECT_TRAJECTORY:
                     outcome = await outcome_of_collect_trajectory(self, item)
                 else:
                     (outcome,) = await self.run_rollouts(item, 1)
+                await self.rollout_records.evaluated(index, item, outcome)
                 self.stats.groups_done += 1
                 self.reporter.update(self.stats)
                 return item, outcome
 
-        return list(await asyncio.gather(*(one(item) for item in items)))
+        return list(await asyncio.gather(*(one(i, item) for i, item in enumerate(items))))
 
     async def evaluate_and_log(self, items: Sequence[Any], score_metric: str) -> None:
         """Evaluate ``items`` (``evaluate_items``) and write, with Atropos'
