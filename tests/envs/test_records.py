@@ -5,7 +5,14 @@ nor repeating a group's record."""
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +24,7 @@ from hermes_envs.record_files import EVAL_RECORDS, records_path
 from hermes_envs.records import RECORD_CAP, capped
 from hermes_loop.server import Call, ModelRequest, ModelServer, Policy, Turn
 
-from .support import env_config, process_config, server
+from .support import TOKENIZER, child_env, env_config, process_config, server
 
 KEY = "sk-records-secret-0123456789"
 
@@ -73,7 +80,7 @@ def check_against_group_file(out: Path) -> list[dict[str, Any]]:
             assert made["trained"] == "".join("0" if m == -100 else "1" for m in masks)
             assert made["trained_count"] == sum(1 for m in masks if m != -100) > 0
         for rollout, messages in zip(scored, group["messages"], strict=True):
-            if not rollout.get("rebuilt"):
+            if not rollout.get("from_group_line"):
                 assert rollout["messages"] == messages
     return records
 
@@ -132,8 +139,8 @@ async def test_a_continued_run_neither_loses_nor_repeats_a_record(tmp_path: Path
     assert records[0] == json.loads(first)
     rebuilt = records[1]["rollouts"]
     assert len(rebuilt) == 2
-    assert all(r["rebuilt"] and r["tokens"]["count"] > 0 for r in rebuilt)
-    assert not any(r.get("rebuilt") for line in records[2:] for r in line["rollouts"])
+    assert all(r["from_group_line"] and r["tokens"]["count"] > 0 for r in rebuilt)
+    assert not any(r.get("from_group_line") for line in records[2:] for r in line["rollouts"])
 
 
 async def test_evaluate_records_each_item_with_failures_and_no_secret(tmp_path: Path) -> None:
@@ -176,6 +183,83 @@ async def test_evaluate_records_each_item_with_failures_and_no_secret(tmp_path: 
     again = lines(where / EVAL_RECORDS)
     assert len(again) == len(TASKS)
     assert all(r["rollouts"][0]["score"] == 1.0 for r in again)
+
+
+async def test_a_group_the_writer_skips_shifts_no_record(tmp_path: Path) -> None:
+    # Scores must differ: only the greeting group (one wrong try, one right) is written.
+    tries = itertools.count()
+
+    def every_other_greeting_wrong(request: ModelRequest) -> Turn:
+        text = str([m for m in request.messages if m.get("role") == "user"][-1]["content"])
+        first = not any(m.get("role") == "tool" for m in request.messages)
+        if text == task_prompt(TASKS[0]) and first and next(tries) % 2 == 0:
+            return Turn(tool_calls=[Call("terminal", {"command": "printf no > greeting.txt"})])
+        return terminal_test_oracle(request)
+
+    out = tmp_path / "groups.jsonl"
+    async with ModelServer(Policy(every_other_greeting_wrong)) as model:
+        await process(out, len(TASKS), url=model.base_url, ensure_scores_are_not_same=True)
+    records = check_against_group_file(out)
+    assert [(r["group"], r["item"]["id"]) for r in records] == [(0, "greeting")]
+    assert sorted(r["score"] for r in records[0]["rollouts"]) == [0.0, 1.0]
+
+
+def slow_oracle(request: ModelRequest) -> Turn:
+    """The oracle, taking its time (so that a run can be killed half way)."""
+    time.sleep(0.2)
+    return terminal_test_oracle(request)
+
+
+async def test_kill_9_then_the_same_command_keeps_each_record_once(tmp_path: Path) -> None:
+    out = tmp_path / "groups.jsonl"
+    script = tmp_path / "terminal_test_env.py"
+    script.write_text("from hermes_envs import TerminalTestEnv\nTerminalTestEnv.cli()\n")
+    async with ModelServer(Policy(slow_oracle, name="terminal-test")) as model:
+        argv = [
+            sys.executable,
+            str(script),
+            "process",
+            "--env.tokenizer_name",
+            TOKENIZER,
+            "--env.group_size",
+            "2",
+            "--env.total_steps",
+            "6",
+            "--env.max_num_workers_per_node",
+            "1",
+            "--env.data_path_to_save_groups",
+            str(out),
+            "--openai.base_url",
+            model.base_url,
+        ]
+        first = await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=tmp_path,
+            env=child_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            if out.exists() and len(out.read_text().splitlines()) >= 2:
+                break
+            await asyncio.sleep(0.05)
+        os.kill(first.pid, signal.SIGKILL)
+        await first.wait()
+        assert 2 <= len(lines(out)) < 6
+        again = await asyncio.to_thread(
+            subprocess.run,
+            argv,
+            cwd=tmp_path,
+            env=child_env(),
+            capture_output=True,
+            text=True,
+            timeout=240,
+            check=False,
+        )
+    assert again.returncode == 0, again.stderr[-3000:]
+    records = check_against_group_file(out)
+    assert [r["group"] for r in records] == list(range(6))
 
 
 def test_a_record_is_cut_to_its_cap() -> None:

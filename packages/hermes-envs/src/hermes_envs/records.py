@@ -9,8 +9,10 @@ Where they go:
   it); the records line is appended after the group line and its ``.items`` entry. A
   run continued after a kill first cuts a torn last records line and records lines of
   groups the group file no longer holds, and rebuilds the record of a group written just
-  before the kill from its group line (``"rebuilt": true``: its messages, tokens and
-  score, without per-turn timings): no group is recorded twice or lost.
+  before the kill from its group line (``"from_group_line": true``: its messages, tokens
+  and score, without per-turn timings): no group is recorded twice or lost. (A group
+  made by an environment's own ``collect_trajectories``, without the base class's
+  rollouts, is recorded from its group line the same way.)
 - ``evaluate``: ``records.jsonl`` in ``data_dir_to_save_evals``, one line per item as it
   is scored (``group`` is the item's position), started afresh by each evaluation.
 
@@ -44,7 +46,7 @@ from typing import Any, Final, Protocol
 from hermes_envs.env_config import HermesAgentEnvConfig
 from hermes_envs.record_files import EVAL_RECORDS, records_path
 from hermes_envs.redaction import Redactor
-from hermes_envs.resume import item_seed
+from hermes_envs.resume import GroupLog, item_seed
 from hermes_envs.rollout import RolloutOutcome
 from hermes_envs.scoring.group import wire_messages
 
@@ -218,7 +220,7 @@ def group_records(
     decode: Decoder | None,
 ) -> list[dict[str, Any]]:
     """The records of a written group's rows, each matched to the held outcome with the
-    same messages (a row with none: rebuilt from the group line alone), then the held
+    same messages (a row with none: recorded from the group line alone), then the held
     outcomes that failed (infrastructure, reward code)."""
     scores = group.get("scores") or []
     free = [o for o in outcomes if o.ok and o.result is not None]
@@ -243,7 +245,7 @@ def group_records(
                 "messages": messages or [],
                 "turns": [],
                 "seconds": None,
-                "rebuilt": True,
+                "from_group_line": True,
             }
         record["score"] = scores[index]
         made = _tokens(
@@ -256,12 +258,35 @@ def group_records(
     return records
 
 
-def _complete_lines(path: Path) -> int:
+def _offset_after(path: Path, lines: int) -> int:
+    """The byte offset just after the first ``lines`` newlines of ``path``."""
+    at = 0
+    with path.open("rb") as file:
+        while lines > 0:
+            chunk = file.read(1 << 20)
+            if not chunk:
+                break
+            found = -1
+            while lines > 0:
+                found = chunk.find(b"\n", found + 1)
+                if found < 0:
+                    break
+                lines -= 1
+            if lines == 0:
+                return at + found + 1
+            at += len(chunk)
+    return at
+
+
+def _count_lines(path: Path, start: int) -> tuple[int, int]:
+    """``(newlines, end)``: the newlines of ``path`` from byte ``start`` to its end."""
     count = 0
     with path.open("rb") as file:
+        file.seek(start)
         while chunk := file.read(1 << 20):
             count += chunk.count(b"\n")
-    return count
+            start += len(chunk)
+    return count, start
 
 
 class RecordedEnv(Protocol):
@@ -271,6 +296,7 @@ class RecordedEnv(Protocol):
     tokenizer: Any
     token_executor: Executor
     redactor: Redactor
+    group_log: GroupLog | None
 
 
 class RolloutRecords:
@@ -287,7 +313,8 @@ class RolloutRecords:
         self._env = env
         self._held: OrderedDict[str, list[RolloutOutcome]] = OrderedDict()
         self._groups_path: Path | None = None
-        self._next_group = 0
+        self._lines = 0  # complete lines of the group file, counted up to byte _counted
+        self._counted = 0
         self._eval_path: Path | None = None
         self._lock = threading.Lock()
         self._warned = False
@@ -349,20 +376,28 @@ class RolloutRecords:
     ) -> None:
         if self._groups_path != path:
             self._groups_path = path
-            self._next_group = self._reconcile(path)
+            log = self._env.group_log
+            if log is not None:  # the lines the run started with
+                self._lines = log.done
+            else:
+                self._lines = max(0, _count_lines(path, 0)[0] - 1)
+            self._counted = _offset_after(path, self._lines)
+            self._reconcile(path, self._lines)
+        more, self._counted = _count_lines(path, self._counted)
+        if not more:  # the writer skipped the group: nothing to record
+            return
+        self._lines += more
         if isinstance(group, str):
             group = json.loads(group)
         if not isinstance(group, dict):
             return
         rollouts = group_records(group, outcomes, self._decoder())
-        self._append(records_path(path), self._line(self._next_group, item, rollouts))
-        self._next_group += 1
+        self._append(records_path(path), self._line(self._lines - 1, item, rollouts))
 
-    def _reconcile(self, path: Path) -> int:
-        """Make the records file match the group file before this run's first group (the
-        one just written is its last line): records of lines it lacks are dropped, a
-        missing record is rebuilt from its group line. Returns that group's index."""
-        written = _complete_lines(path) - 1
+    def _reconcile(self, path: Path, written: int) -> None:
+        """Make the records file hold the first ``written`` groups of the group file (the
+        lines before the one this run just wrote): records of lines it lacks are dropped,
+        a missing record is rebuilt from its group line."""
         target = records_path(path)
         kept: list[bytes] = []
         if target.exists():
@@ -383,7 +418,6 @@ class RolloutRecords:
                         rows = group_records(group, [], decode)
                         kept.append(self._line(index, None, rows).encode() + b"\n")
         target.write_bytes(b"".join(kept))
-        return written
 
     def _line(self, index: int, item: Any, rollouts: list[dict[str, Any]]) -> str:
         redact = self._env.redactor
