@@ -61,8 +61,10 @@ __all__ = [
 
 #: Bytes of one rollout's record at most (JSON, UTF-8).
 RECORD_CAP: Final = 1_000_000
-#: Items whose attempts are held until their group is written (oldest dropped).
-_HELD_ITEMS: Final = 4096
+#: Items whose attempts are held until their group is written, per group or item that
+#: can run at once (``process`` runs twice ``max_num_workers_per_node``): the oldest are
+#: dropped beyond it (e.g. in ``serve``, which writes no records).
+_HELD_PER_WORKER: Final = 4
 #: Characters of one string of a record before the cap tightens it.
 _STRING_CAP: Final = 100_000
 
@@ -200,11 +202,12 @@ def outcome_record(outcome: RolloutOutcome) -> dict[str, Any]:
 def _tokens(ids: Any, masks: Any, score: Any, decode: Decoder | None) -> dict[str, Any] | None:
     if not isinstance(ids, list) or not isinstance(masks, list) or decode is None:
         return None
+    trained = "".join(["0" if mask == -100 else "1" for mask in masks])
     return {
         "pieces": decode(ids),
-        "trained": "".join("0" if mask == -100 else "1" for mask in masks),
+        "trained": trained,
         "count": len(ids),
-        "trained_count": sum(1 for mask in masks if mask != -100),
+        "trained_count": trained.count("1"),
         "score": score,
     }
 
@@ -317,6 +320,7 @@ class RolloutRecords:
         self._counted = 0
         self._eval_path: Path | None = None
         self._lock = threading.Lock()
+        self._pieces: dict[int, str] = {}  # token id -> its text (a vocabulary at most)
         self._warned = False
 
     def _failed(self, error: OSError) -> None:
@@ -337,7 +341,9 @@ class RolloutRecords:
         seed = item_seed(item)
         self._held.setdefault(seed, []).append(outcome)
         self._held.move_to_end(seed)
-        while len(self._held) > _HELD_ITEMS:
+        config = self._env.config
+        limit = _HELD_PER_WORKER * max(config.max_num_workers_per_node, config.max_eval_workers, 1)
+        while len(self._held) > limit:
             self._held.popitem(last=False)
 
     def _take(self, item: Any) -> list[RolloutOutcome]:
@@ -362,12 +368,19 @@ class RolloutRecords:
             self._failed(error)
 
     def _decoder(self) -> Decoder | None:
+        """Each token's text, remembered by id (the rollouts of a run share most of their
+        tokens: only ids not seen before reach the tokenizer). Tokenizer thread only."""
         tokenizer = self._env.tokenizer
         if tokenizer is None:
             return None
+        known = self._pieces
 
         def decode(ids: Sequence[int]) -> list[str]:
-            return [str(piece) for piece in tokenizer.batch_decode([[i] for i in ids])]
+            new = sorted({i for i in ids if i not in known})
+            if new:
+                texts = tokenizer.batch_decode([[i] for i in new])
+                known.update(zip(new, map(str, texts), strict=True))
+            return [known[i] for i in ids]
 
         return decode
 
@@ -420,14 +433,18 @@ class RolloutRecords:
         target.write_bytes(b"".join(kept))
 
     def _line(self, index: int, item: Any, rollouts: list[dict[str, Any]]) -> str:
+        """The records line: ``group``, ``item``, ``recorded_at``, ``rollouts`` (each
+        redacted and capped; one JSON encoding per rollout unless it needs cutting)."""
         redact = self._env.redactor
-        made = {
-            "group": index,
-            "item": _cut(item, 2000),
-            "recorded_at": time.time(),
-            "rollouts": [capped(redact.data(record)) for record in rollouts],
-        }
-        return json.dumps(made, ensure_ascii=False, default=str)
+        head = {"group": index, "item": _cut(item, 2000), "recorded_at": time.time()}
+        texts = []
+        for record in rollouts:
+            text = redact(json.dumps(record, ensure_ascii=False, default=str))
+            if len(text) > RECORD_CAP or len(text.encode()) > RECORD_CAP:
+                text = json.dumps(capped(json.loads(text)), ensure_ascii=False)
+            texts.append(text)
+        start = redact(json.dumps(head, ensure_ascii=False, default=str))
+        return f'{start[:-1]}, "rollouts": [{", ".join(texts)}]}}'
 
     @staticmethod
     def _append(target: Path, line: str) -> None:
