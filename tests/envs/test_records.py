@@ -262,6 +262,30 @@ async def test_kill_9_then_the_same_command_keeps_each_record_once(tmp_path: Pat
     assert [r["group"] for r in records] == list(range(6))
 
 
+class _BrokenReward(TerminalTestEnv):
+    """Reward code that raises on the answer task (the environment's bug)."""
+
+    async def compute_reward(self, item: Any, result: Any, ctx: Any) -> float:
+        if item["id"] == "answer":
+            raise ZeroDivisionError("the reward divides by nothing")
+        return await super().compute_reward(item, result, ctx)
+
+
+async def test_a_reward_that_raises_is_recorded_as_such(tmp_path: Path) -> None:
+    where = tmp_path / "eval"
+    async with ModelServer(Policy(terminal_test_oracle)) as model:
+        config = env_config(data_dir_to_save_evals=str(where))
+        await _BrokenReward(config, [server(model.base_url)]).run_evaluate()
+    records = {r["item"]["id"]: r["rollouts"] for r in lines(where / EVAL_RECORDS)}
+    (broken,) = records["answer"]
+    assert broken["status"] == "reward_error"
+    assert broken["score"] is None
+    assert "ZeroDivisionError" in broken["error"]
+    assert "the reward divides by nothing" in broken["error"]
+    assert broken["messages"][-1]["content"] == "Created out/answer.txt."
+    assert all(records[t["id"]][0]["status"] == "scored" for t in TASKS if t["id"] != "answer")
+
+
 def test_a_record_is_cut_to_its_cap() -> None:
     huge = "x" * (3 * RECORD_CAP)
     record: dict[str, Any] = {

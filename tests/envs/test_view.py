@@ -9,9 +9,11 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import threading
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -178,6 +180,47 @@ def test_the_readme_command_line_writes_the_page_beside_the_group_file(
     done = view(str(tmp_path / "out.jsonl"), "--out", str(elsewhere))
     assert done.returncode == 0, done.stderr
     assert embedded(elsewhere.read_text()) == data
+
+
+def test_view_imports_nothing_heavy() -> None:
+    probe = (
+        "import sys, hermes_envs.console, hermes_envs.view.command\n"
+        "heavy = [m for m in ('atroposlib', 'transformers', 'hermes_envs.base_env', 'openai')"
+        " if m in sys.modules]\n"
+        "print(heavy)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "[]"
+
+
+def test_serve_answers_until_interrupted(runs: dict[str, Path]) -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-m", "hermes_envs.console", "view", str(runs["evaluate"]), "--serve"],
+        env=child_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().startswith("page: file://")
+        serving = child.stdout.readline().split()
+        assert serving[:3] == ["serving", str(runs["evaluate"].resolve()), "at"]
+        url = serving[3]
+        assert url.startswith("http://127.0.0.1:")
+        assert url.endswith("/view.html")
+        with urllib.request.urlopen(url, timeout=30) as answer:
+            assert b'<script id="run-data"' in answer.read()
+        child.send_signal(signal.SIGINT)
+        assert child.wait(timeout=30) == 0
+        assert child.stderr is not None
+        assert child.stderr.read().strip() == "stopped"
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
 
 
 @pytest.fixture

@@ -159,7 +159,7 @@ def outcome_record(outcome: RolloutOutcome) -> dict[str, Any]:
             status="reward_error",
             score=None,
             error_kind="reward_error",
-            error=str(getattr(error, "message", None) or error),
+            error=error.message,
         )
     else:
         record.update(status="scored", score=outcome.score, error_kind=None, error=None)
