@@ -125,7 +125,10 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "rollouts": len(rows),
         "scored": len(scored),
         "mean_score": sum(scored) / len(scored) if scored else None,
-        "infra_failures": sum(1 for r in rows if r.get("status") == "infra_failure"),
+        "infra_failures": sum(
+            1 for r in rows if r.get("status") == "infra_failure" and not r.get("retried")
+        ),
+        "retried": sum(1 for r in rows if r.get("retried")),
         "reward_errors": sum(1 for r in rows if r.get("status") == "reward_error"),
         "zero_scores": sum(1 for s in scored if s == 0),
     }

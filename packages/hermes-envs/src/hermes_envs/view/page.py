@@ -5,17 +5,23 @@ from __future__ import annotations
 
 import html
 import json
+import re
+from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from hermes_envs.files import write_whole
 
 __all__ = ["fill_template", "write_page_text"]
 
+_PLACEHOLDER: Final = re.compile(r"__TITLE__|__DATA__|/\*__COMMON_CSS__\*/|//__COMMON_JS__")
+
 
 def fill_template(template: str, data: Any, title: str) -> str:
-    """``template`` with ``__TITLE__`` replaced by ``title`` (HTML-escaped) and
-    ``__DATA__`` by ``data`` as JSON.
+    """``template`` with its placeholders filled, in one pass (no text put in can be
+    taken for a placeholder): ``__TITLE__`` by ``title`` (HTML-escaped), ``__DATA__`` by
+    ``data`` as JSON, ``/*__COMMON_CSS__*/`` and ``//__COMMON_JS__`` by the style and
+    script helpers both viewers share (``common.css``, ``common.js`` of this package).
 
     The data go inside a ``<script type="application/json">`` block of the template,
     with every ``<`` written as ``\\u003c``: valid JSON for ``JSON.parse``, and no
@@ -26,7 +32,14 @@ def fill_template(template: str, data: Any, title: str) -> str:
         TypeError: ``data`` holds something JSON cannot write.
     """
     payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
-    return template.replace("__TITLE__", html.escape(title)).replace("__DATA__", payload)
+    shared = resources.files("hermes_envs.view")
+    values = {
+        "__TITLE__": html.escape(title),
+        "__DATA__": payload,
+        "/*__COMMON_CSS__*/": shared.joinpath("common.css").read_text("utf-8"),
+        "//__COMMON_JS__": shared.joinpath("common.js").read_text("utf-8"),
+    }
+    return _PLACEHOLDER.sub(lambda found: values[found.group(0)], template)
 
 
 def write_page_text(page: str, target: Path) -> Path:
