@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from atroposlib.envs.server_handling.server_manager import APIServerConfig
 
 from hermes_envs import TerminalTestEnv, terminal_test_oracle
@@ -260,6 +261,19 @@ async def test_kill_9_then_the_same_command_keeps_each_record_once(tmp_path: Pat
     assert again.returncode == 0, again.stderr[-3000:]
     records = check_against_group_file(out)
     assert [r["group"] for r in records] == list(range(6))
+
+
+async def test_records_that_cannot_be_written_stop_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    out = tmp_path / "groups.jsonl"
+    records_path(out).mkdir()  # a folder where the records file would go
+    async with ModelServer(Policy(terminal_test_oracle)) as model:
+        await process(out, len(TASKS), url=model.base_url)
+    assert len(lines(out)) == len(TASKS)
+    warnings = [r.getMessage() for r in caplog.records if "rollout records" in r.getMessage()]
+    assert len(warnings) == 1
+    assert warnings[0].startswith("cannot keep rollout records: ")
 
 
 class _BrokenReward(TerminalTestEnv):

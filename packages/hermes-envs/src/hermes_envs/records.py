@@ -27,7 +27,7 @@ retried infrastructure failure of the same item is kept beside the rollouts of i
 
 Every configured secret is replaced (``hermes_envs.redaction``) and each rollout's record
 is cut to :data:`RECORD_CAP` bytes (long texts cut in the middle, then tokens beyond the
-cap dropped, the cut said).
+cap dropped, then the middle of a very long conversation, each cut said).
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, Final, Protocol
 
 from hermes_envs.env_config import HermesAgentEnvConfig
+from hermes_envs.files import write_whole
 from hermes_envs.record_files import EVAL_RECORDS, records_path
 from hermes_envs.redaction import Redactor
 from hermes_envs.resume import GroupLog, item_seed
@@ -323,10 +324,13 @@ class RolloutRecords:
         self._pieces: dict[int, str] = {}  # token id -> its text (a vocabulary at most)
         self._warned = False
 
-    def _failed(self, error: OSError) -> None:
+    def _failed(self, error: Exception) -> None:
         if not self._warned:
             self._warned = True
-            logger.warning("rollout records are not kept: %s (the run goes on)", error)
+            logger.warning(
+                "cannot keep rollout records: %s (the run goes on; later failures unlogged)",
+                error,
+            )
 
     @property
     def _keeping(self) -> bool:
@@ -353,7 +357,8 @@ class RolloutRecords:
         """Append the records of ``item``'s group, just written to the group file
         (``group``: its scored data, or its line's text).
 
-        A records file that cannot be written is logged (once) and the run goes on.
+        A records file that cannot be written (or a group file line that cannot be read
+        back) is logged (once) and the run goes on.
         """
         path = self._env.config.data_path_to_save_groups
         if path is None:
@@ -364,7 +369,7 @@ class RolloutRecords:
             await loop.run_in_executor(
                 self._env.token_executor, self._write_group, Path(path), item, group, outcomes
             )
-        except OSError as error:
+        except (OSError, ValueError) as error:  # ValueError: a group line that is not JSON
             self._failed(error)
 
     def _decoder(self) -> Decoder | None:
@@ -413,8 +418,9 @@ class RolloutRecords:
         a missing record is rebuilt from its group line."""
         target = records_path(path)
         kept: list[bytes] = []
-        if target.exists():
-            for raw in target.read_bytes().split(b"\n"):
+        before = target.read_bytes() if target.exists() else b""
+        if before:
+            for raw in before.split(b"\n"):
                 try:
                     value = json.loads(raw)
                 except ValueError:
@@ -430,7 +436,9 @@ class RolloutRecords:
                         group = json.loads(raw)
                         rows = group_records(group, [], decode)
                         kept.append(self._line(index, None, rows).encode() + b"\n")
-        target.write_bytes(b"".join(kept))
+        after = b"".join(kept)
+        if after != before:
+            write_whole(target, after)  # a kill now leaves the old file or the new one
 
     def _line(self, index: int, item: Any, rollouts: list[dict[str, Any]]) -> str:
         """The records line: ``group``, ``item``, ``recorded_at``, ``rollouts`` (each
