@@ -24,6 +24,7 @@ from hermes_envs import TerminalTestEnv, terminal_test_oracle
 from hermes_envs.envs.terminal_test import TASKS, task_prompt
 from hermes_envs.record_files import EVAL_RECORDS, records_path
 from hermes_envs.view import RunServer, fill_template, find_output, load_output, render_page
+from hermes_envs.view.load import TEXT_CAP
 from hermes_loop.server import Call, ModelRequest, ModelServerThread, Policy, Turn
 from hermes_sandbox.tools import CHROMIUM_FLAGS, browser_unavailable
 
@@ -137,6 +138,27 @@ def test_placeholders_are_filled_in_one_pass() -> None:
     assert '{"text":"__TITLE__ //__COMMON_JS__"}' in page  # the data as they are
     assert "--mono" in page  # the shared style
     assert "function toolText(" in page  # the shared script
+
+
+def test_a_large_output_fits_the_page_budget(tmp_path: Path) -> None:
+    groups = tmp_path / "g.jsonl"
+    groups.write_text('{"scores": [0.0]}\n' * 10)
+    long = "z" * (3 * TEXT_CAP) + "THE END"
+    rollout = {"status": "scored", "score": 0.0, "messages": [{"role": "tool", "content": long}]}
+    records_path(groups).write_text(
+        "".join(json.dumps({"group": g, "rollouts": [rollout]}) + "\n" for g in range(10))
+    )
+    data = load_output(find_output(groups), budget=5 * TEXT_CAP)
+    rows = data["rollouts"]
+    assert len(rows) == 10
+    kept = [r for r in rows if not r.get("detail_cut")]
+    assert 1 <= len(kept) < 10
+    text = kept[0]["messages"][0]["content"]
+    assert len(text) < TEXT_CAP + 100
+    assert text.endswith("THE END")
+    assert all("messages" not in r and r["score"] == 0.0 for r in rows[len(kept) :])
+    assert f"{10 - len(kept)} more are listed with their figures only" in " ".join(data["notes"])
+    assert data["summary"]["rollouts"] == 10
 
 
 @pytest.fixture(scope="module")

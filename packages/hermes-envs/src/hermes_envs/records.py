@@ -45,7 +45,7 @@ from typing import Any, Final, Protocol
 
 from hermes_envs.env_config import HermesAgentEnvConfig
 from hermes_envs.files import write_whole
-from hermes_envs.record_files import EVAL_RECORDS, records_path
+from hermes_envs.record_files import EVAL_RECORDS, cut_strings, records_path
 from hermes_envs.redaction import Redactor
 from hermes_envs.resume import GroupLog, item_seed
 from hermes_envs.rollout import RolloutOutcome
@@ -74,19 +74,6 @@ logger = logging.getLogger(__name__)
 Decoder = Callable[[Sequence[int]], list[str]]
 
 
-def _cut(value: Any, limit: int) -> Any:
-    if isinstance(value, str):
-        if len(value) <= limit:
-            return value
-        half = limit // 2
-        return f"{value[:half]}\n[... {len(value) - 2 * half} characters cut ...]\n{value[-half:]}"
-    if isinstance(value, list | tuple):
-        return [_cut(item, limit) for item in value]
-    if isinstance(value, dict):
-        return {str(key): _cut(item, limit) for key, item in value.items()}
-    return value
-
-
 def capped(record: dict[str, Any], cap: int = RECORD_CAP) -> dict[str, Any]:
     """``record`` made to fit ``cap`` bytes of JSON: its strings cut shorter and shorter
     (head and tail kept, the cut said), then its tokens cut to the first ones that fit
@@ -102,7 +89,7 @@ def capped(record: dict[str, Any], cap: int = RECORD_CAP) -> dict[str, Any]:
     limit = _STRING_CAP
     made = record
     while limit >= 256:
-        made = {k: (v if k == "tokens" else _cut(v, limit)) for k, v in record.items()}
+        made = {k: (v if k == "tokens" else cut_strings(v, limit)) for k, v in record.items()}
         if size(made) <= cap:
             return made
         limit //= 4
@@ -444,7 +431,7 @@ class RolloutRecords:
         """The records line: ``group``, ``item``, ``recorded_at``, ``rollouts`` (each
         redacted and capped; one JSON encoding per rollout unless it needs cutting)."""
         redact = self._env.redactor
-        head = {"group": index, "item": _cut(item, 2000), "recorded_at": time.time()}
+        head = {"group": index, "item": cut_strings(item, 2000), "recorded_at": time.time()}
         texts = []
         for record in rollouts:
             text = redact(json.dumps(record, ensure_ascii=False, default=str))

@@ -16,13 +16,35 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
-from hermes_envs.record_files import EVAL_RECORDS, records_path
+from hermes_envs.record_files import EVAL_RECORDS, cut_strings, records_path
 
-__all__ = ["Output", "ViewData", "find_output", "load_output"]
+__all__ = ["PAGE_BUDGET", "TEXT_CAP", "Output", "ViewData", "find_output", "load_output"]
 
 ViewData = dict[str, Any]
+
+#: Characters of one text (a message, a tool output) the page holds (head and tail kept).
+TEXT_CAP: Final = 20_000
+#: Bytes of rollout details (transcripts, tokens) one page holds; rollouts beyond it are
+#: listed with their figures only (the records file holds them whole).
+PAGE_BUDGET: Final = 50_000_000
+#: What a rollout keeps on the page once the budget is spent.
+_FIGURES: Final = (
+    "group",
+    "index",
+    "item",
+    "task_id",
+    "status",
+    "score",
+    "error_kind",
+    "error",
+    "stop_reason",
+    "turns_used",
+    "seconds",
+    "retried",
+    "from_group_line",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +139,26 @@ def _rows(lines: list[Any], groups: int | None) -> list[dict[str, Any]]:
     return rows
 
 
+def _fit(rows: list[dict[str, Any]], budget: int) -> int:
+    """Cut each row's texts to :data:`TEXT_CAP`, and keep the details of rows only while
+    they fit ``budget`` bytes (later ones keep their figures, ``detail_cut`` set).
+    Returns how many rows lost their details."""
+    spent = 0
+    cut = 0
+    for at, row in enumerate(rows):
+        if spent <= budget:
+            made = cut_strings(row, TEXT_CAP)
+            spent += len(json.dumps(made, ensure_ascii=False, default=str))
+            if spent <= budget:
+                rows[at] = made
+                continue
+        rows[at] = {key: row[key] for key in _FIGURES if key in row}
+        rows[at]["error"] = cut_strings(row.get("error"), TEXT_CAP)
+        rows[at]["detail_cut"] = True
+        cut += 1
+    return cut
+
+
 def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     scored = [
         r["score"] for r in rows if r.get("status") == "scored" and r.get("score") is not None
@@ -134,8 +176,9 @@ def _summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def load_output(output: Output) -> ViewData:
-    """Everything the page shows of ``output``.
+def load_output(output: Output, *, budget: int = PAGE_BUDGET) -> ViewData:
+    """Everything the page shows of ``output`` (texts cut to :data:`TEXT_CAP` characters,
+    rollout details up to ``budget`` bytes: see :func:`_fit`).
 
     Raises:
         OSError: a file of the output cannot be read.
@@ -177,5 +220,11 @@ def load_output(output: Output) -> ViewData:
         else:
             data["notes"].append("No metrics.json yet (the evaluation is going on or stopped).")
         data.update(run=output.records.parent.name, folder=str(output.records.parent.resolve()))
-    data.update(summary=summary, rollouts=rows)
+    cut = _fit(rows, budget)
+    if cut:
+        data["notes"].append(
+            f"The page holds the details of the first {len(rows) - cut} rollouts; "
+            f"{cut} more are listed with their figures only ({output.records.name} holds all)."
+        )
+    data.update(summary=summary, rollouts=rows, text_cap=TEXT_CAP)
     return data
