@@ -161,6 +161,26 @@ def test_a_large_output_fits_the_page_budget(tmp_path: Path) -> None:
     assert data["summary"]["rollouts"] == 10
 
 
+def test_metrics_of_an_earlier_evaluation_are_not_shown(tmp_path: Path) -> None:
+    metrics = {"results": {"all": {"eval/accuracy": 0.25}}}
+    (tmp_path / "metrics.json").write_text(json.dumps(metrics))
+    written = (tmp_path / "metrics.json").stat().st_mtime
+
+    def records(at: float) -> None:
+        rollout = {"status": "scored", "score": 1.0, "messages": []}
+        line = {"group": 0, "recorded_at": at, "rollouts": [rollout]}
+        (tmp_path / EVAL_RECORDS).write_text(json.dumps(line) + "\n")
+
+    records(written - 60)  # recorded before the metrics were written: the same evaluation
+    data = load_output(find_output(tmp_path))
+    assert data["summary"]["metrics"] == {"eval/accuracy": 0.25}
+    records(written + 60)  # a new evaluation going on beside an old metrics.json
+    data = load_output(find_output(tmp_path))
+    assert "metrics" not in data["summary"]
+    assert "metrics.json is older than these records" in " ".join(data["notes"])
+    assert data["summary"]["mean_score"] == 1.0
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A real process run (Phase 1, group size 2) and a real evaluate run of

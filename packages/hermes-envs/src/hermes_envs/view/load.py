@@ -105,6 +105,14 @@ def _lines(path: Path) -> list[Any]:
     return found
 
 
+def _get(value: Any, key: str) -> Any:
+    return value.get(key) if isinstance(value, dict) else None
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def _group_scores(path: Path) -> list[list[float]]:
     """Each complete line's ``scores`` (a torn last line is not a group)."""
     scores = []
@@ -116,7 +124,8 @@ def _group_scores(path: Path) -> list[list[float]]:
                 group = json.loads(raw)
             except ValueError:
                 break
-            scores.append([float(s) for s in group.get("scores") or []])
+            rows = group.get("scores") if isinstance(group, dict) else None
+            scores.append([float(s) for s in rows or [] if _number(s)])
     return scores
 
 
@@ -212,12 +221,24 @@ def load_output(output: Output, *, budget: int = PAGE_BUDGET) -> ViewData:
                 metrics = json.loads(metrics_file.read_bytes())
             except ValueError:
                 data["notes"].append("metrics.json is not JSON.")
-        results = (
-            (metrics or {}).get("results", {}).get("all") if isinstance(metrics, dict) else None
+        results = metrics.get("results") if isinstance(metrics, dict) else None
+        results = results.get("all") if isinstance(results, dict) else None
+        started = min(
+            (line["recorded_at"] for line in lines if _number(_get(line, "recorded_at"))),
+            default=None,
         )
+        if (
+            isinstance(results, dict)
+            and started is not None
+            and metrics_file.stat().st_mtime < started
+        ):
+            results = None
+            data["notes"].append(
+                "metrics.json is older than these records (an earlier evaluation): not shown."
+            )
         if isinstance(results, dict):
             summary["metrics"] = results
-        else:
+        elif metrics is None:
             data["notes"].append("No metrics.json yet (the evaluation is going on or stopped).")
         data.update(run=output.records.parent.name, folder=str(output.records.parent.resolve()))
     cut = _fit(rows, budget)
