@@ -30,6 +30,21 @@ SUBPACKAGES: dict[str, list[str]] = {
         "chat_template_tokens",
         "managed_tokens",
     ],
+    "hermes_envs.view": [
+        "VIEW_USAGE",
+        "Output",
+        "RunServer",
+        "ViewArgs",
+        "ViewData",
+        "fill_template",
+        "find_output",
+        "load_output",
+        "parse_view_args",
+        "publish",
+        "render_page",
+        "view_main",
+        "write_page_text",
+    ],
 }
 
 

@@ -52,6 +52,7 @@ def test_public_names_are_pinned() -> None:
         "run_command",
         "swe_oracle",
         "terminal_test_oracle",
+        "write_whole",
     ]
     for name in hermes_envs.__all__:
         assert getattr(hermes_envs, name) is not None

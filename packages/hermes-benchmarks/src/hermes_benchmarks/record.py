@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Final
 
-from hermes_benchmarks.files import write_whole
+from hermes_envs import write_whole
 
 __all__ = [
     "RECORD_CAP",

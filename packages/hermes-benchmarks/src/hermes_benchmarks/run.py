@@ -31,11 +31,11 @@ from pydantic import BaseModel
 
 from hermes_benchmarks.agents import Agent
 from hermes_benchmarks.errors import OutputFolderError, ResultsFileError
-from hermes_benchmarks.files import write_whole
 from hermes_benchmarks.results import FolderLock, ResultsLog, ResultT, TrialResult
 from hermes_benchmarks.summary import RunSummary, summarize
 from hermes_benchmarks.task import Task
 from hermes_benchmarks.trial import TrialSettings, run_trial
+from hermes_envs import write_whole
 from hermes_sandbox import RUN_ID, default_backends
 
 __all__ = [

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from hermes_envs.envs.swe import HermesSweEnv, HermesSweEnvConfig, swe_oracle
     from hermes_envs.envs.terminal_test import TerminalTestEnv, terminal_test_oracle
     from hermes_envs.eval_env import HermesAgentEvalEnv
+    from hermes_envs.files import write_whole
     from hermes_envs.options_help import describe_options
     from hermes_envs.rollout import RolloutOutcome
     from hermes_envs.toolsets import AGENT_TOOLSETS
@@ -99,10 +100,12 @@ __all__ = [
     "run_command",
     "swe_oracle",
     "terminal_test_oracle",
+    "write_whole",
 ]
 
 #: Names imported on first access, and the module that holds each.
 _LAZY = {
+    "write_whole": "hermes_envs.files",
     "HermesAgentEvalEnv": "hermes_envs.eval_env",
     "AGENT_TOOLSETS": "hermes_envs.toolsets",
     "InfraFailure": "hermes_envs.agent_run",

@@ -49,6 +49,7 @@ from hermes_envs.evaluation import eval_sample, evaluate_and_log, evaluate_items
 from hermes_envs.group_file import GroupFile
 from hermes_envs.preflight import check_backend, start_wandb
 from hermes_envs.process_plan import ProcessPlan
+from hermes_envs.records import RolloutRecords
 from hermes_envs.reference import (
     GroupPath,
     collect_by_trajectory,
@@ -265,6 +266,7 @@ class HermesAgentBaseEnv(HermesAgentEvalEnv[ItemT]):
                 outcome = await run_rollout(
                     messages, loop=loop, pool=self.pool, task_id=self.new_task_id(), reward=reward
                 )
+                self.rollout_records.attempt(item, outcome)
                 if outcome.reward_error is not None:
                     self.stats.reward_errors += 1
                     self.reporter.update(self.stats)
@@ -445,6 +447,11 @@ class HermesAgentBaseEnv(HermesAgentEvalEnv[ItemT]):
         logger.debug("%s", plan.describe())
         return plan
 
+    @functools.cached_property
+    def rollout_records(self) -> RolloutRecords:
+        """The per-rollout records of ``process`` and ``evaluate`` (``hermes_envs.records``)."""
+        return RolloutRecords(self)
+
     @property
     def group_path(self) -> GroupPath:
         """How ``process`` gets this environment's groups (``hermes_envs.reference``):
@@ -490,11 +497,13 @@ class HermesAgentBaseEnv(HermesAgentEvalEnv[ItemT]):
                     await self.postprocess_histories(one), item
                 ):
                     self._record(item)
+                    await self.rollout_records.group_written(item, one)
         elif scored.line:
             writer = self.jsonl_writer
             assert isinstance(writer, GroupFile)
             writer.write_line(scored.line)
             self._record(item)
+            await self.rollout_records.group_written(item, scored.group or scored.line)
 
     def _record(self, item: ItemT) -> None:
         """A group of ``item`` is written: recorded in the group file's log of items."""

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 from hermes_envs.env_config import HermesAgentEnvConfig
+from hermes_envs.records import RolloutRecords
 from hermes_envs.reference import GroupPath, outcome_of_collect_trajectory
 from hermes_envs.rollout import RolloutOutcome
 from hermes_envs.scoring.group import wire_messages
@@ -35,6 +36,11 @@ class Evaluated(Protocol[ItemT_contra]):
     @property
     def group_path(self) -> GroupPath:
         """How the environment's groups (and so its rollouts) are made."""
+        ...
+
+    @property
+    def rollout_records(self) -> RolloutRecords:
+        """Where evaluated items' records go (``hermes_envs.records``)."""
         ...
 
     async def run_rollouts(self, item: ItemT_contra, count: int) -> list[RolloutOutcome]:
@@ -68,18 +74,18 @@ async def evaluate_items(
     """
     gate = asyncio.Semaphore(max(1, env.config.max_eval_workers))
 
-    async def one(item: ItemT) -> tuple[ItemT, RolloutOutcome]:
+    async def one(index: int, item: ItemT) -> tuple[ItemT, RolloutOutcome]:
         async with gate:
             if env.group_path is GroupPath.COLLECT_TRAJECTORY:
                 outcome = await outcome_of_collect_trajectory(env, item)
             else:
                 (outcome,) = await env.run_rollouts(item, 1)
-            # Here an item is evaluated and scored (``outcome``).
+            await env.rollout_records.evaluated(index, item, outcome)
             env.stats.groups_done += 1
             env.reporter.update(env.stats)
             return item, outcome
 
-    return list(await asyncio.gather(*(one(item) for item in items)))
+    return list(await asyncio.gather(*(one(i, item) for i, item in enumerate(items))))
 
 
 async def evaluate_and_log(

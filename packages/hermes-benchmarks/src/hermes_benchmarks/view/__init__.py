@@ -11,7 +11,7 @@ from __future__ import annotations
 from hermes_benchmarks.view.command import VIEW_USAGE, view_main
 from hermes_benchmarks.view.page import PAGE_NAME, render_page, write_page
 from hermes_benchmarks.view.records import TEXT_CAP, RunData, load_run
-from hermes_benchmarks.view.serve import RunServer
+from hermes_envs.view import RunServer
 
 __all__ = [
     "PAGE_NAME",

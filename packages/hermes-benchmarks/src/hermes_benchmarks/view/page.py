@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import html
-import json
 from importlib import resources
 from pathlib import Path
 from typing import Final
 
-from hermes_benchmarks.files import write_whole
 from hermes_benchmarks.view.records import RunData
+from hermes_envs.view import fill_template, write_page_text
 
 __all__ = ["PAGE_NAME", "render_page", "write_page"]
 
@@ -22,14 +20,11 @@ def render_page(data: RunData) -> str:
 
     The data travel inside the page as JSON in a ``<script type="application/json">``
     block, with every ``<`` written as ``\\u003c`` so no text of a trial can end the
-    block; the page works from a ``file://`` URL and when served.
+    block (:func:`hermes_envs.view.page.fill_template`); the page works from a
+    ``file://`` URL and when served.
     """
     template = resources.files("hermes_benchmarks.view").joinpath("viewer.html").read_text("utf-8")
-    # Every "<" as its JSON escape: valid JSON for JSON.parse, and no "</script>" or
-    # "<!--" can appear inside the block whatever a trial printed.
-    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
-    title = html.escape(str(data.get("run", "run")))
-    return template.replace("__TITLE__", title).replace("__DATA__", payload)
+    return fill_template(template, data, str(data.get("run", "run")))
 
 
 def write_page(data: RunData, target: Path) -> Path:
@@ -39,4 +34,4 @@ def write_page(data: RunData, target: Path) -> Path:
         OSError: the folder is not writable, or the disk is full (nothing is left
             behind at ``target``).
     """
-    return write_whole(target, render_page(data).encode("utf-8"))
+    return write_page_text(render_page(data), target)

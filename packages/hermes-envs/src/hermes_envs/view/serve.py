@@ -1,4 +1,5 @@
-"""``--serve``: a run's folder over HTTP on the loopback interface, until Ctrl-C."""
+"""``--serve``: a run's folder over HTTP on the loopback interface, until Ctrl-C (used by
+``hermes-envs view`` and ``hermes-bench view``)."""
 
 from __future__ import annotations
 

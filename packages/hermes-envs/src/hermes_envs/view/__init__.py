@@ -1,0 +1,40 @@
+"""``hermes-envs view``: a ``process`` or ``evaluate`` output in the browser.
+
+:func:`find_output` / :func:`load_output` read an output (the records of
+``hermes_envs.records`` and the group file or ``metrics.json``), :func:`render_page`
+makes one self-contained HTML page of it (no CDN, nothing fetched: it works from a
+``file://`` URL), :class:`RunServer` serves a folder on 127.0.0.1 for ``--serve``. The
+page and server parts (``page``, ``serve``, ``common.css``, ``common.js``) and the
+command's argument and serving steps (:func:`parse_view_args`, :func:`publish`) are
+shared with ``hermes-bench view``.
+"""
+
+from __future__ import annotations
+
+from hermes_envs.view.command import (
+    VIEW_USAGE,
+    ViewArgs,
+    parse_view_args,
+    publish,
+    render_page,
+    view_main,
+)
+from hermes_envs.view.load import Output, ViewData, find_output, load_output
+from hermes_envs.view.page import fill_template, write_page_text
+from hermes_envs.view.serve import RunServer
+
+__all__ = [
+    "VIEW_USAGE",
+    "Output",
+    "RunServer",
+    "ViewArgs",
+    "ViewData",
+    "fill_template",
+    "find_output",
+    "load_output",
+    "parse_view_args",
+    "publish",
+    "render_page",
+    "view_main",
+    "write_page_text",
+]
