@@ -49,6 +49,7 @@ from hermes_envs.group_file import GroupFile
 from hermes_envs.preflight import (
     check_backend,
     check_endpoint_key,
+    check_endpoints,
     check_isolation,
     start_wandb,
 )
@@ -859,6 +860,7 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
             if removed:
                 logger.warning("removed %d sandbox directories of dead runs", len(removed))
         await self.setup()
+        await check_endpoints(self.server_configs, self.config)  # [cli] issue 23.7
         await start_wandb(self.config.use_wandb, self._start_wandb)
         await self._start_token_worker()
         target = int(getattr(self, "n_groups_to_process", None) or self.config.total_steps)
@@ -957,6 +959,7 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
         try:
             self.require_tokenizer("serve")
             await self._preflight()
+            await check_endpoints(self.server_configs, self.config)  # [cli] issue 23.7
             with run_scope(self):
                 await super().env_manager()
         finally:
@@ -968,6 +971,7 @@ class HermesAgentBaseEnv(BaseEnv):  # type: ignore[misc]  # atroposlib is untype
             with run_scope(self):
                 await self._preflight()
                 await self.setup()
+                await check_endpoints(self.server_configs, self.config)  # [cli] issue 23.7
                 await start_wandb(self.config.use_wandb, self._start_wandb)
                 await self.evaluate()
         finally:
