@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["SUBCOMMANDS", "main", "quiet_libraries"]
+__all__ = ["SUBCOMMANDS", "LaunchError", "environment_class", "main", "quiet_libraries", "run_main"]
 
 USAGE = (
     "usage: hermes-envs run MODULE[:Class] {serve,process,evaluate} [--config FILE.yaml] "
