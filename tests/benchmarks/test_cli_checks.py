@@ -113,3 +113,11 @@ def test_a_model_the_endpoint_does_not_serve_stops_before_any_trial(
     assert "does not serve the model 'other-model' (it serves: served-model)" in error
     assert "--openai.model" in error
     assert not (out / "results.jsonl").exists()
+
+
+def test_no_transformers_banner_on_a_command_that_imports_atropos() -> None:
+    # yc-bench's options come from its Atropos environment, whose import loads transformers.
+    done = run_bench("yc-bench", "evaluate", "--help")
+    assert done.returncode == 0, done.stderr
+    assert "--env.presets" in done.stdout
+    assert "None of PyTorch" not in done.stderr

@@ -282,8 +282,11 @@ def _command_help(suite: str, command: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``hermes-bench``; the exit status (0 also when stdout's reader went away, as
     ``hermes-bench ... | head`` does)."""
+    from hermes_envs.launcher import quiet_libraries  # stdlib only: --help stays fast
+
     try:
-        return _main(list(sys.argv[1:] if argv is None else argv))
+        with quiet_libraries():  # no transformers banner when a command imports Atropos
+            return _main(list(sys.argv[1:] if argv is None else argv))
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)
         try:
