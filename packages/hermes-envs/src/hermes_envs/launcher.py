@@ -6,7 +6,9 @@ COMMAND`` would, but quietly: the environment's module is imported only after th
 entry point has muted transformers' "None of PyTorch, TensorFlow >= 2.0, or Flax have
 been found" banner, which atroposlib's import of transformers would print otherwise.
 ``MODULE`` is a dotted module name (``hermes_envs.envs.terminal_test``) or a ``.py``
-file; ``:Class`` picks the environment class when the module defines several.
+file (loaded as ``python FILE`` would run it, except that its folder is not put on
+``sys.path``: a module it imports must be importable); ``:Class`` picks the environment
+class when the module defines several.
 """
 
 from __future__ import annotations
