@@ -18,7 +18,8 @@ to change, instead of a traceback or one retried failure per rollout.
   that does not answer fails at once, naming ``HF_HUB_OFFLINE`` and the local-folder
   option (instead of the hub client's retries).
 - ``check_writable``: the output folder can be made and written to.
-- ``check_limits``: the sandbox backend accepts every task's CPUs and memory.
+- ``check_limits``: a sandbox backend that runs no image (``local``) accepts every task's
+  CPUs and memory.
 
 The model check's rules, for what OpenAI-compatible servers answer on ``/v1/models``:
 no answer (refused, timed out) or an error status stops the run; 401/403 names the key;
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CLOUD_BACKENDS",
+    "IMAGELESS_BACKENDS",
     "check_backend",
     "check_endpoint_key",
     "check_endpoints",
@@ -63,6 +65,8 @@ __all__ = [
 
 #: Backends whose sandboxes need an SDK and credentials (probed before the first rollout).
 CLOUD_BACKENDS = ("modal", "daytona")
+#: Backends that run commands without an image; ``check_limits`` checks these.
+IMAGELESS_BACKENDS = ("local",)
 
 _FROM = "set by the environment's config_init, the YAML or the command line"
 
@@ -236,11 +240,15 @@ def check_limits(
 ) -> None:
     """Make (without starting) a sandbox of ``backend`` with each task's CPUs and memory
     (``(name, cpus, memory_mb)``; one sandbox per distinct pair): a backend that cannot
-    honour them refuses here instead of in every trial.
+    honour them refuses here instead of in every trial. Only backends that run no image
+    (``IMAGELESS_BACKENDS``) are checked: the others take the limits with the task's image,
+    which the trial makes.
 
     Raises:
         EnvSetupError: one line naming the first task refused, why, and ``option``.
     """
+    if backend not in IMAGELESS_BACKENDS:
+        return
     seen: set[tuple[float | None, int | None]] = set()
     for name, cpus, memory_mb in tasks:
         if (cpus, memory_mb) in seen:
