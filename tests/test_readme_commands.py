@@ -132,3 +132,35 @@ def test_every_option_of_the_inline_bench_commands_is_one_their_help_lists(
             assert f"{option} " in done.stdout, (command, option)
         checked += 1
     assert checked >= 4  # evaluate, rescore, yc-bench evaluate, list
+
+
+def _bench_lines(readme: str) -> list[str]:
+    """The ``hermes-bench`` command lines of a README's bash blocks (continuations joined,
+    comments dropped)."""
+    lines = []
+    for block in re.findall(r"^```bash\n(.*?)^```", readme, re.S | re.M):
+        for line in block.replace("\\\n", " ").splitlines():
+            command = line.split("  #")[0].strip()
+            if command.startswith("hermes-bench "):
+                lines.append(" ".join(command.split()))
+    return lines
+
+
+def test_every_option_of_the_benchmarks_readme_commands_is_one_their_help_lists(
+    tmp_path: Path,
+) -> None:
+    readme = (ROOT / "packages" / "hermes-benchmarks" / "README.md").read_text()
+    lines = _bench_lines(readme)
+    assert len(lines) >= 6, lines
+    helps: dict[tuple[str, str], str] = {}
+    for line in lines:
+        words = line.split()
+        suite, command = words[1], words[2]
+        if (suite, command) not in helps:
+            done = _run([str(BIN / "hermes-bench"), suite, command, "--help"], tmp_path)
+            assert done.returncode == 0, (line, done.stderr)
+            helps[(suite, command)] = done.stdout
+        for word in words[3:]:
+            option = word.strip("[]").split("=")[0]
+            if option.startswith("--") and option != "--config":
+                assert f"{option} " in helps[(suite, command)], (line, option)
