@@ -194,7 +194,7 @@ def test_sigterm_stops_a_run_cleanly_and_resume_finishes_it(tmp_path: Path) -> N
         time.sleep(0.05)
     run.send_signal(signal.SIGTERM)
     _, err = run.communicate(timeout=120)
-    assert run.returncode == 130, err
+    assert run.returncode == 143, err  # 128 + SIGTERM (hermes_sandbox.stop_on_sigterm)
     assert "finish with the same command and --env.resume true" in err
     assert "Traceback" not in err
     assert json.loads((tmp_path / SUMMARY_FILE).read_text())["overall"]["trials"] >= 1

@@ -126,7 +126,10 @@ def test_the_env_config_is_the_suites_default_yaml_and_takes_the_same_options() 
 def test_the_env_script_refuses_bad_settings_in_one_line(
     tmp_path: Path, args: list[str], says: str
 ) -> None:
-    done = run(*env_evaluate("terminalbench2", tmp_path / "out", *args))
+    # An endpoint serving the suite's default model: the model check passes.
+    with ModelServerThread(Policy(lambda request: "done", name="default")) as model:
+        endpoint = ("--openai.base_url", model.base_url)
+        done = run(*env_evaluate("terminalbench2", tmp_path / "out", *args, *endpoint))
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert done.returncode == 1, done.stderr
     assert len(errors) == 1, done.stderr

@@ -32,7 +32,7 @@ from hermes_benchmarks.yc_bench import (
 from hermes_benchmarks.yc_bench.config import YCBenchEvalConfig
 from hermes_benchmarks.yc_bench.player import terminal_steps
 from hermes_benchmarks.yc_bench.results import table
-from hermes_loop.server import ModelRequest, Turn
+from hermes_loop.server import ModelRequest, ModelServerThread, Policy, Turn
 from hermes_parsers import get_parser
 
 INITIAL = 25_000_000
@@ -351,7 +351,12 @@ def test_hermes_bench_hands_yc_bench_to_the_suite(capsys: pytest.CaptureFixture[
 def test_the_suite_script_answers_in_one_line(
     args: list[str], says: str, status: int, tmp_path: Path
 ) -> None:
-    done = yc_cli(*args, *(["--env.output_dir", str(tmp_path)] if len(args) > 1 else []))
+    # An endpoint serving the env's model: the model check before the first run passes.
+    with ModelServerThread(Policy(lambda request: "done", name="yc-bench")) as model:
+        endpoint = ["--openai.base_url", model.base_url] if len(args) > 1 else []
+        done = yc_cli(
+            *args, *endpoint, *(["--env.output_dir", str(tmp_path)] if len(args) > 1 else [])
+        )
     errors = [line for line in done.stderr.splitlines() if line.startswith("error")]
     assert done.returncode == status, done.stderr
     assert len(errors) == 1, done.stderr

@@ -20,7 +20,7 @@ from transformers import AutoTokenizer
 
 from hermes_envs import terminal_test_oracle
 from hermes_envs.envs.terminal_test import TASKS, task_prompt
-from hermes_loop.server import Call, ModelRequest, ModelServerThread, Policy, Turn
+from hermes_loop.server import Call, Fault, ModelRequest, ModelServerThread, Policy, Turn
 
 from .support import TOKENIZER, child_env, run_script
 
@@ -43,9 +43,16 @@ def _runner(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def oracle_url() -> Iterator[str]:
-    # The env asks for its default model name; the server must serve that name.
-    with ModelServerThread(Policy(terminal_test_oracle, name="terminal-test")) as model:
+    # The env asks for its default model name; the server must serve that name. It also
+    # serves "refusing-model", which answers every request with HTTP 400.
+    refusing = Policy(_refuse, name="refusing-model")
+    oracle = Policy(terminal_test_oracle, name="terminal-test")
+    with ModelServerThread({"terminal-test": oracle, "refusing-model": refusing}) as model:
         yield model.base_url
+
+
+def _refuse(request: ModelRequest) -> Turn:
+    return Turn(content="", faults=[Fault(status=400, message="refused (scripted)")])
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
@@ -244,10 +251,19 @@ def test_the_reference_example_runs_as_written(tmp_path: Path) -> None:
             assert any(m != -100 for m in masks)
 
 
-@pytest.mark.parametrize(("stop", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+@pytest.mark.parametrize(
+    ("stop", "status", "entry"),
+    [
+        (signal.SIGTERM, 143, "script"),
+        (signal.SIGINT, 130, "script"),
+        (signal.SIGTERM, 143, "hermes-envs"),
+    ],
+)
 def test_a_stop_signal_ends_cleanly_keeping_every_written_line(
-    tmp_path: Path, stop: signal.Signals, status: int
+    tmp_path: Path, stop: signal.Signals, status: int, entry: str
 ) -> None:
+    """The signal policy (``hermes_sandbox.stop_on_sigterm``) of an env script and of
+    ``hermes-envs run``: 143 after SIGTERM, 130 after Ctrl-C, every line kept."""
     slow_after = 2  # groups answered at full speed, then the model hangs
 
     answered: list[int] = []
@@ -260,13 +276,17 @@ def test_a_stop_signal_ends_cleanly_keeping_every_written_line(
                 release.wait(120)
         return terminal_test_oracle(request)
 
-    script = _runner(tmp_path)
+    launch = (
+        [str(_runner(tmp_path))]
+        if entry == "script"
+        else ["-m", "hermes_envs.launcher", "run", "hermes_envs.envs.terminal_test"]
+    )
     out = tmp_path / "groups.jsonl"
     with ModelServerThread(Policy(model, name="terminal-test")) as server:
         child = subprocess.Popen(
             [
                 sys.executable,
-                str(script),
+                *launch,
                 "process",
                 "--openai.base_url",
                 server.base_url,
@@ -320,7 +340,7 @@ def test_an_endpoint_that_refuses_every_request_stops_the_run(
         "--openai.base_url",
         oracle_url,
         "--openai.model_name",
-        "no-such-model",
+        "refusing-model",
         "--env.data_path_to_save_groups",
         str(out),
         "--env.total_steps",
@@ -334,7 +354,7 @@ def test_an_endpoint_that_refuses_every_request_stops_the_run(
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1, done.stderr[-3000:]
     assert "2 item(s) in a row failed every try" in errors[0]
-    assert "no-such-model" in errors[0]
+    assert "refused (scripted)" in errors[0]
     assert "--openai.model_name" in errors[0]
     assert "Traceback" not in done.stderr
     assert not out.exists() or out.read_text() == ""
@@ -349,8 +369,8 @@ def test_evaluate_with_nothing_scored_reports_no_accuracy_and_fails(
         "evaluate",
         "--openai.base_url",
         oracle_url,
-        "--openai.model",  # the server serves terminal-test only: every request refused
-        "no-such-model",
+        "--openai.model",  # served, and every request refused
+        "refusing-model",
         "--env.data_dir_to_save_evals",
         str(where),
         "--env.infra_retries",

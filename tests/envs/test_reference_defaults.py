@@ -7,12 +7,24 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from hermes_loop.server import ModelServerThread, Policy
+
 SCRIPT = Path(__file__).parent / "fixtures" / "reference_style" / "reference_defaults_env.py"
-LOCAL = ["--openai.base_url", "http://127.0.0.1:9/v1"]
+#: Replaced by the URL of a scripted server serving the env's model (the model check
+#: before the first rollout needs one that answers).
+SERVED = "<served>"
+LOCAL = ["--openai.base_url", SERVED]
+
+
+@pytest.fixture(scope="module")
+def served_url() -> Iterator[str]:
+    with ModelServerThread(Policy(lambda request: "done", name="some/hosted-model")) as model:
+        yield model.base_url
 
 
 def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -44,9 +56,9 @@ def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     ],
 )
 def test_each_reference_default_fails_in_one_line_naming_it(
-    tmp_path: Path, args: tuple[str, ...], named: str
+    tmp_path: Path, args: tuple[str, ...], named: str, served_url: str
 ) -> None:
-    done = _run(tmp_path, *args)
+    done = _run(tmp_path, *(served_url if arg == SERVED else arg for arg in args))
     assert done.returncode == 1, done.stderr[-2000:]
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1, done.stderr[-2000:]

@@ -57,7 +57,7 @@ def policy(request: ModelRequest) -> Turn:
 def view(*args: str) -> subprocess.CompletedProcess[str]:
     """``hermes-envs view ARGS`` in a child process."""
     return subprocess.run(
-        [sys.executable, "-m", "hermes_envs.console", "view", *args],
+        [sys.executable, "-m", "hermes_envs.launcher", "view", *args],
         env=child_env(),
         capture_output=True,
         text=True,
@@ -93,14 +93,14 @@ def test_bad_input_is_answered_in_one_line(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "unknown option '--colour'" in done.stderr
     done = subprocess.run(
-        [sys.executable, "-m", "hermes_envs.console", "show"],
+        [sys.executable, "-m", "hermes_envs.launcher", "show"],
         capture_output=True,
         text=True,
         check=False,
     )
     assert (done.returncode, done.stderr.strip()) == (
         2,
-        "error: unknown subcommand 'show'; subcommands: view",
+        "error: unknown command 'show'; choose run, view",
     )
 
 
@@ -237,7 +237,7 @@ def test_the_readme_command_line_writes_the_page_beside_the_group_file(
 
 def test_view_imports_nothing_heavy() -> None:
     probe = (
-        "import sys, hermes_envs.console, hermes_envs.view.command\n"
+        "import sys, hermes_envs.launcher, hermes_envs.view.command\n"
         "heavy = [m for m in ('atroposlib', 'transformers', 'hermes_envs.base_env', 'openai')"
         " if m in sys.modules]\n"
         "print(heavy)\n"
@@ -250,7 +250,7 @@ def test_view_imports_nothing_heavy() -> None:
 
 def test_serve_answers_until_interrupted(runs: dict[str, Path]) -> None:
     child = subprocess.Popen(
-        [sys.executable, "-m", "hermes_envs.console", "view", str(runs["evaluate"]), "--serve"],
+        [sys.executable, "-m", "hermes_envs.launcher", "view", str(runs["evaluate"]), "--serve"],
         env=child_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -12,9 +12,12 @@ Settings merge in that order: the suite's ``default.yaml``, ``--config FILE``, t
 ``--env.NAME VALUE`` / ``--openai.NAME VALUE``. Every bad option answers in one line on
 stderr (exit status 2); a failure to start (no such tasks folder, a dataset that cannot
 be loaded, results that need ``--env.resume true``) in one line too (exit status 1). The
-tasks come from ``env.tasks_dir`` or, when it is unset, ``env.dataset_name``. Ctrl-C and
-SIGTERM stop the run cleanly (exit status 130): every sandbox closed, the results written
-so far kept.
+tasks come from ``env.tasks_dir`` or, when it is unset, ``env.dataset_name``. Before the
+first trial the output folder, the backend's support of the tasks' CPUs and memory and
+the hermes agent's endpoint (``/models`` lists the model) are checked, each failure one
+line (exit status 1). Ctrl-C and SIGTERM stop the run cleanly (the project's signal
+policy, ``hermes_sandbox.stop_on_sigterm``): every sandbox closed, the results written so
+far kept; exit status 130 after Ctrl-C, 143 after SIGTERM.
 """
 
 from __future__ import annotations
@@ -26,7 +29,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 from rich.console import Console
 from rich.table import Table
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
     from hermes_benchmarks.agents import Agent
     from hermes_benchmarks.progress import RunDisplay
     from hermes_benchmarks.summary import RunSummary
+    from hermes_benchmarks.task import Task
 
 # The agent loop, the endpoints (openai) and the run machinery are imported where a
 # command needs them, so that --help and a bad option answer at once.
@@ -61,99 +64,58 @@ class _Refusal(Exception):
         self.status = status
 
 
-def _one_line(error: ValidationError, section: str, model: type[BaseModel]) -> str:
-    first = error.errors()[0]
-    where = ".".join(str(part) for part in first["loc"])
-    message = str(first["msg"]).removeprefix("Value error, ")
-    if first["type"] == "extra_forbidden":
-        known = ", ".join(model.model_fields)
-        return f"unknown option --{section}.{where}; known {section} options: {known}"
-    value = first.get("input")
-    shown = f" (got {value!r})" if isinstance(value, str | int | float) else ""
-    return f"{section}.{where}: {message}{shown}"
-
-
-def _section(data: Any, name: str, origin: str) -> dict[str, Any]:
-    value = data.get(name) if isinstance(data, dict) else None
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise _Refusal(f"{origin}: {name}: must be a mapping", 2)
-    return value
-
-
-def _read_yaml(text: str, origin: str) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise _Refusal(f"{origin}: not valid YAML ({str(error).splitlines()[0]})", 2) from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise _Refusal(f"{origin}: the top level must be a mapping with env: / openai:", 2)
-    unknown = sorted(set(data) - {"env", "openai"})
-    if unknown:
-        raise _Refusal(f"{origin}: unknown section {unknown[0]!r}; use env: and openai:", 2)
-    return data
-
-
 def _build(model: type[BaseModel], values: dict[str, Any], section: str) -> Any:
+    from hermes_envs import one_line
+
     try:
         return model.model_validate(values)
     except ValidationError as error:
-        raise _Refusal(_one_line(error, section, model), 2) from None
+        raise _Refusal(one_line(error, section), 2) from None
     except ValueError as error:  # a list option that is neither JSON nor comma-separated
         raise _Refusal(f"{section}: {error}", 2) from None
 
 
 def resolve(suite: Suite, args: Sequence[str]) -> tuple[BenchConfig, OpenAISection]:
-    """The suite's settings: ``default.yaml`` < ``--config`` < ``--env.X``/``--openai.X``.
+    """The suite's settings: ``default.yaml`` < ``--config`` < ``--env.X``/``--openai.X``,
+    read as every command line reads them (:mod:`hermes_envs.config_layers`).
 
     Raises:
         _Refusal: a bad option, file or value (one line).
     """
-    # hermes_envs.cli pulls in atroposlib's config types: imported when options are read.
-    from hermes_envs import OPENAI_ALIASES, CliError, check_value, parse_flags
+    # hermes_envs' command line pulls in atroposlib's config types: imported when options
+    # are read.
+    from hermes_envs import (
+        CliError,
+        flag_section,
+        parse_flags,
+        read_config_file,
+        read_yaml,
+        yaml_section,
+    )
 
+    sections = ("env", "openai")
     try:
         flags = parse_flags(args)
+        default = f"{suite.name} default.yaml"
+        layers = [(default, read_yaml(default_yaml(suite), default, sections))]
+        if "config" in flags:
+            path = flags.pop("config")
+            layers.append((f"--config {path}", read_config_file(path, sections)))
+        for key in flags:
+            section, dot, name = key.partition(".")
+            if not dot or section not in sections or not name:
+                raise CliError(
+                    f"unknown option --{key}; options are --config, --env.NAME, --openai.NAME"
+                )
+        env: dict[str, Any] = {}
+        openai: dict[str, Any] = {}
+        for origin, layer in layers:
+            env.update(yaml_section(layer, "env", BenchConfig, origin))
+            openai.update(yaml_section(layer, "openai", OpenAISection, origin))
+        env.update(flag_section(flags, "env", BenchConfig))
+        openai.update(flag_section(flags, "openai", OpenAISection))
     except CliError as error:
         raise _Refusal(str(error), 2) from None
-    layers = [_read_yaml(default_yaml(suite), f"{suite.name} default.yaml")]
-    if "config" in flags:
-        path = Path(flags.pop("config"))
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as error:
-            raise _Refusal(
-                f"--config {path}: cannot read it ({error.strerror or error})", 2
-            ) from None
-        layers.append(_read_yaml(text, f"--config {path}"))
-    env: dict[str, Any] = {}
-    openai: dict[str, Any] = {}
-    for index, layer in enumerate(layers):
-        origin = "default.yaml" if index == 0 else "--config"
-        env.update(_section(layer, "env", origin))
-        for key, value in _section(layer, "openai", origin).items():
-            known = key in OpenAISection.model_fields
-            openai[key if known else OPENAI_ALIASES.get(key, key)] = value
-    for key, value in flags.items():
-        section, dot, name = key.partition(".")
-        if not dot or section not in ("env", "openai") or not name:
-            raise _Refusal(
-                f"unknown option --{key}; options are --config, --env.NAME, --openai.NAME", 2
-            )
-        model: type[BaseModel] = BenchConfig if section == "env" else OpenAISection
-        if section == "openai" and name not in model.model_fields:
-            name = OPENAI_ALIASES.get(name, name)
-        field = model.model_fields.get(name)
-        if field is not None:
-            try:
-                check_value(key, value, field.annotation)
-            except CliError as error:
-                raise _Refusal(str(error), 2) from None
-        target = env if section == "env" else openai
-        target[name] = None if value in ("None", "null") else value
     return _build(BenchConfig, env, "env"), _build(OpenAISection, openai, "openai")
 
 
@@ -185,7 +147,38 @@ async def _evaluate(
 
     tasks = await asyncio.to_thread(load_suite_tasks, suite, config)
     agent = _agent(command, config, openai)
+    await _check_before_running(suite, command, config, openai, tasks)
     return await run_suite(suite, config, tasks, agent, on_progress=display)
+
+
+async def _check_before_running(
+    suite: Suite, command: str, config: BenchConfig, openai: OpenAISection, tasks: Sequence[Task]
+) -> None:
+    """Before the first trial: the settings themselves (image map, leaderboard mode), then
+    the output folder is writable, the backend accepts every task's CPUs and memory, and
+    the hermes agent's endpoint lists its model.
+
+    Raises:
+        ImageMapError: an ``image_map`` entry is not ``FROM=TO``.
+        SettingsError: leaderboard mode refuses the settings.
+        EnvSetupError: one line naming the option to change.
+    """
+    from hermes_benchmarks.evaluation import leaderboard_notes, trial_settings
+    from hermes_envs import check_limits, check_model_endpoint, check_writable
+
+    trial_settings(config)
+    leaderboard_notes(suite, config)
+
+    await asyncio.to_thread(check_writable, config.output_dir, "--env.output_dir")
+    limits = [(t.name, t.config.environment.cpus, t.config.environment.memory_mb) for t in tasks]
+    check_limits(config.terminal_backend, limits)
+    if command != "check" and config.agent == "hermes":
+        await check_model_endpoint(
+            openai.base_url,
+            openai.model,
+            os.environ.get(openai.api_key_env),
+            key_hint=f"export {openai.api_key_env} with the endpoint's key",
+        )
 
 
 def _report(console: Console, command: str, summary: RunSummary, config: BenchConfig) -> int:
@@ -289,8 +282,11 @@ def _command_help(suite: str, command: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``hermes-bench``; the exit status (0 also when stdout's reader went away, as
     ``hermes-bench ... | head`` does)."""
+    from hermes_envs import quiet_libraries  # a light import: --help stays fast
+
     try:
-        return _main(list(sys.argv[1:] if argv is None else argv))
+        with quiet_libraries():  # no transformers banner when a command imports Atropos
+            return _main(list(sys.argv[1:] if argv is None else argv))
     except BrokenPipeError:
         devnull = os.open(os.devnull, os.O_WRONLY)
         try:
@@ -345,20 +341,20 @@ def _main(args: list[str]) -> int:
         from hermes_benchmarks.rescore import RESCORE_DIR, rescore_command
         from hermes_sandbox import stop_on_sigterm
 
-        try:
-            with stop_on_sigterm():
+        with stop_on_sigterm() as stop:
+            try:
                 if command == "rescore":
                     return asyncio.run(rescore_command(args[2], config, console))
                 with RunDisplay(console) as display:
                     summary = asyncio.run(_evaluate(suite, command, config, openai, display))
-        except KeyboardInterrupt:
-            print(
-                f"interrupted: every sandbox closed, results so far kept in "
-                f"{Path(args[2]) / RESCORE_DIR if command == 'rescore' else config.output_dir}; "
-                "finish with the same command and --env.resume true",
-                file=sys.stderr,
-            )
-            return 130
+            except KeyboardInterrupt:
+                kept = Path(args[2]) / RESCORE_DIR if command == "rescore" else config.output_dir
+                print(
+                    f"interrupted: every sandbox closed, results so far kept in {kept}; "
+                    "finish with the same command and --env.resume true",
+                    file=sys.stderr,
+                )
+                return stop.exit_status
         return _report(console, command, summary, config)
     except _Refusal as refusal:
         print(f"error: {refusal}", file=sys.stderr)
@@ -367,3 +363,10 @@ def _main(args: list[str]) -> int:
         status = 2 if isinstance(error, ValueError) else 1
         print(f"error: {error}", file=sys.stderr)
         return status
+    except RuntimeError as error:  # a check before the first trial (hermes_envs.preflight)
+        from hermes_envs import HermesEnvsError
+
+        if not isinstance(error, HermesEnvsError):
+            raise
+        print(f"error: {error}", file=sys.stderr)
+        return 1

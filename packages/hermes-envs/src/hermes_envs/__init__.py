@@ -41,22 +41,27 @@ if TYPE_CHECKING:
         run_agent,
     )
     from hermes_envs.base_env import HermesAgentBaseEnv
-    from hermes_envs.cli import (
+    from hermes_envs.cli import resolve_config, run_cli, run_command
+    from hermes_envs.config import local_endpoint
+    from hermes_envs.config_layers import (
         OPENAI_ALIASES,
         check_value,
+        flag_section,
+        one_line,
         parse_flags,
-        resolve_config,
-        run_cli,
-        run_command,
+        read_config_file,
+        read_yaml,
+        yaml_section,
     )
-    from hermes_envs.config import local_endpoint
     from hermes_envs.dataset import FILE_FORMATS, load_items
     from hermes_envs.env_config import HermesAgentEnvConfig, eval_only_settings
     from hermes_envs.envs.swe import HermesSweEnv, HermesSweEnvConfig, swe_oracle
     from hermes_envs.envs.terminal_test import TerminalTestEnv, terminal_test_oracle
     from hermes_envs.eval_env import HermesAgentEvalEnv
     from hermes_envs.files import write_whole
+    from hermes_envs.launcher import quiet_libraries
     from hermes_envs.options_help import describe_options
+    from hermes_envs.preflight import check_limits, check_model_endpoint, check_writable
     from hermes_envs.rollout import RolloutOutcome
     from hermes_envs.toolsets import AGENT_TOOLSETS
 
@@ -87,13 +92,21 @@ __all__ = [
     "TokenizedRollout",
     "TokenizerLoadError",
     "__version__",
+    "check_limits",
+    "check_model_endpoint",
     "check_value",
+    "check_writable",
     "describe_options",
     "eval_only_settings",
+    "flag_section",
     "infra_stage",
     "load_items",
     "local_endpoint",
+    "one_line",
     "parse_flags",
+    "quiet_libraries",
+    "read_config_file",
+    "read_yaml",
     "resolve_config",
     "run_agent",
     "run_cli",
@@ -101,10 +114,20 @@ __all__ = [
     "swe_oracle",
     "terminal_test_oracle",
     "write_whole",
+    "yaml_section",
 ]
 
 #: Names imported on first access, and the module that holds each.
 _LAZY = {
+    "one_line": "hermes_envs.config_layers",
+    "flag_section": "hermes_envs.config_layers",
+    "read_config_file": "hermes_envs.config_layers",
+    "read_yaml": "hermes_envs.config_layers",
+    "yaml_section": "hermes_envs.config_layers",
+    "check_limits": "hermes_envs.preflight",
+    "check_model_endpoint": "hermes_envs.preflight",
+    "check_writable": "hermes_envs.preflight",
+    "quiet_libraries": "hermes_envs.launcher",
     "write_whole": "hermes_envs.files",
     "HermesAgentEvalEnv": "hermes_envs.eval_env",
     "AGENT_TOOLSETS": "hermes_envs.toolsets",
@@ -114,9 +137,9 @@ _LAZY = {
     "infra_stage": "hermes_envs.agent_run",
     "run_agent": "hermes_envs.agent_run",
     "RolloutOutcome": "hermes_envs.rollout",
-    "OPENAI_ALIASES": "hermes_envs.cli",
-    "check_value": "hermes_envs.cli",
-    "parse_flags": "hermes_envs.cli",
+    "OPENAI_ALIASES": "hermes_envs.config_layers",
+    "check_value": "hermes_envs.config_layers",
+    "parse_flags": "hermes_envs.config_layers",
     "resolve_config": "hermes_envs.cli",
     "run_cli": "hermes_envs.cli",
     "run_command": "hermes_envs.cli",

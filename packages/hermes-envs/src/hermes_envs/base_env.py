@@ -47,7 +47,7 @@ from hermes_envs.errors import EnvSetupError
 from hermes_envs.eval_env import HermesAgentEvalEnv, ItemT
 from hermes_envs.evaluation import eval_sample, evaluate_and_log, evaluate_items
 from hermes_envs.group_file import GroupFile
-from hermes_envs.preflight import check_backend, start_wandb
+from hermes_envs.preflight import check_backend, check_endpoints, start_wandb
 from hermes_envs.process_plan import ProcessPlan
 from hermes_envs.records import RolloutRecords
 from hermes_envs.reference import (
@@ -549,6 +549,7 @@ class HermesAgentBaseEnv(HermesAgentEvalEnv[ItemT]):
             if removed:
                 logger.warning("removed %d sandbox directories of dead runs", len(removed))
         await self.setup()
+        await check_endpoints(self.server_configs, self.config)
         await start_wandb(self.config.use_wandb, self._start_wandb)
         await self._start_token_worker()
         target = int(getattr(self, "n_groups_to_process", None) or self.config.total_steps)
@@ -611,6 +612,7 @@ class HermesAgentBaseEnv(HermesAgentEvalEnv[ItemT]):
         try:
             self.require_tokenizer("serve")
             await self._preflight()
+            await check_endpoints(self.server_configs, self.config)
             with run_scope(self):
                 # Atropos' own (HermesAgentEvalEnv's refuses: it only evaluates).
                 await super(HermesAgentEvalEnv, self).env_manager()

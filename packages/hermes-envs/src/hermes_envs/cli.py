@@ -5,29 +5,40 @@ Options are Atropos' own: ``--config FILE.yaml`` (sections ``env:`` and ``openai
 VALUE`` for the model endpoint; CLI over YAML over ``config_init()``. Unlike Atropos'
 CLI, ``process`` and ``evaluate`` do not force wandb on (``--env.use_wandb true`` asks
 for it), ``--env.x=-1`` and ``--env.x -1`` both work, an unknown option or a bad value
-is one line naming the option, and SIGTERM stops like Ctrl-C: in-flight rollouts
-cancelled, every sandbox closed, every line already written intact.
+is one line naming the option, and SIGTERM stops like Ctrl-C (the project's signal
+policy, ``hermes_sandbox.stop_on_sigterm``): in-flight rollouts cancelled, every sandbox
+closed, every line already written intact; exit status 130 after Ctrl-C, 143 after
+SIGTERM.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import signal
 import sys
+import threading
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO, get_args
+from typing import TYPE_CHECKING, Any, TextIO
 
-import yaml
 from atroposlib.envs.server_handling.server_baseline import APIServerConfig, ServerBaseline
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
+from hermes_envs.config_layers import (
+    OPENAI_ALIASES,
+    check_value,
+    flag_section,
+    one_line,
+    parse_flags,
+    read_config_file,
+    yaml_section,
+)
 from hermes_envs.errors import CliError, HermesEnvsError, TokenizerLoadError
 from hermes_envs.options_help import describe_options
+from hermes_envs.preflight import check_hub, check_writable
 from hermes_envs.progress import RichProgress
 from hermes_envs.redaction import redacting_logs
 from hermes_envs.runnable import RunnableEnv, RunnableEnvClass
+from hermes_sandbox import stop_on_sigterm
 
 if TYPE_CHECKING:
     from hermes_envs.env_config import HermesAgentEnvConfig
@@ -45,122 +56,8 @@ __all__ = [
 
 COMMANDS = ("serve", "process", "evaluate")
 _SERVER_MANAGER_FLAGS = ("slurm", "testing", "max_n_completions", "proxy_url")
-
-
-class _Bare(str):
-    """The value of a flag given without one: ``"true"``, allowed for booleans only."""
-
-    __slots__ = ()
-
-
-#: Aliases of server options: both spellings work on every command.
-OPENAI_ALIASES: dict[str, str] = {"model": "model_name", "model_name": "model"}
-
-
-def check_value(key: str, value: str, annotation: Any) -> None:
-    """Refuse a flag given without a value unless its option is a boolean.
-
-    Raises:
-        CliError: ``--KEY`` was given bare and its option (``annotation``) is not a bool.
-    """
-    if isinstance(value, _Bare) and not _is_boolean(annotation):
-        raise CliError(f"--{key} needs a value: --{key} VALUE (only yes/no options stand alone)")
-
-
-def _is_boolean(annotation: Any) -> bool:
-    if annotation is bool:
-        return True
-    return bool(get_args(annotation)) and all(
-        arg is bool or arg is type(None) for arg in get_args(annotation)
-    )
-
-
-def parse_flags(args: Sequence[str]) -> dict[str, str]:
-    """``--key value`` / ``--key=value`` pairs (a flag with no value means ``true``, which
-    :func:`check_value` allows for boolean options only).
-
-    Raises:
-        CliError: for an argument that is not a ``--flag``.
-    """
-    flags: dict[str, str] = {}
-    index = 0
-    while index < len(args):
-        arg = args[index]
-        if not arg.startswith("--") or arg == "--":
-            raise CliError(f"unexpected argument {arg!r}: options look like --env.NAME VALUE")
-        key, eq, value = arg[2:].partition("=")
-        if not eq:
-            following = args[index + 1] if index + 1 < len(args) else None
-            if following is None or following.startswith("--"):
-                value = _Bare("true")
-            else:
-                value = following
-                index += 1
-        flags[key] = value
-        index += 1
-    return flags
-
-
-def _section(flags: dict[str, str], prefix: str, model: type[BaseModel]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in flags.items():
-        if not key.startswith(prefix):
-            continue
-        name = key[len(prefix) :]
-        if prefix == "openai." and name not in model.model_fields:
-            name = OPENAI_ALIASES.get(name, name)
-        if name not in model.model_fields:
-            known = ", ".join(sorted(model.model_fields))
-            raise CliError(f"unknown option --{key}; known --{prefix}NAME: {known}")
-        check_value(key, value, model.model_fields[name].annotation)
-        out[name] = None if value in ("None", "null") else value
-    return out
-
-
-def _known_keys(section: dict[str, Any], model: type[BaseModel], where: str) -> dict[str, Any]:
-    """``section`` of a YAML config with aliases resolved; an unknown key is refused.
-
-    Raises:
-        CliError: a key that is not an option of ``model`` (one line naming the file's
-            section and the known options).
-    """
-    out: dict[str, Any] = {}
-    for key, value in section.items():
-        name = str(key)
-        if name not in model.model_fields and where == "openai":
-            name = OPENAI_ALIASES.get(name, name)
-        if name not in model.model_fields:
-            known = ", ".join(sorted(model.model_fields))
-            raise CliError(f"--config: unknown key {where}.{key}; known {where} keys: {known}")
-        out[name] = value
-    return out
-
-
-def _one_line(error: ValidationError, prefix: str) -> str:
-    parts = []
-    for item in error.errors():
-        where = ".".join(str(p) for p in item["loc"]) or "(config)"
-        message = str(item["msg"]).removeprefix("Value error, ")
-        value = item.get("input")
-        shown = f" (got {value!r})" if isinstance(value, str | int | float) else ""
-        if "got" in message:
-            shown = ""
-        parts.append(f"{prefix}{where}: {message}{shown}")
-    return "; ".join(parts)
-
-
-def _load_yaml(path: str) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise CliError(f"--config {path}: cannot read it ({exc.strerror or exc})") from exc
-    except yaml.YAMLError as exc:
-        raise CliError(f"--config {path}: not valid YAML ({exc})") from exc
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise CliError(f"--config {path}: the top level must be a mapping with env: / openai:")
-    return data
+#: The sections of an env's ``--config`` file.
+_SECTIONS = ("env", "openai", "slurm", "testing")
 
 
 class ResolvedConfig:
@@ -192,7 +89,9 @@ def resolve_config(env_cls: RunnableEnvClass, command: str, args: Sequence[str])
     from hermes_envs.env_config import HermesAgentEnvConfig
 
     flags = parse_flags(args)
-    yaml_config = _load_yaml(flags.pop("config")) if "config" in flags else {}
+    config_path = flags.pop("config", None)
+    yaml_config = read_config_file(config_path, _SECTIONS) if config_path is not None else {}
+    origin = f"--config {config_path}"
     default_env, default_servers = env_cls.config_init()
     if not isinstance(default_env, HermesAgentEnvConfig):
         raise CliError(
@@ -218,22 +117,16 @@ def resolve_config(env_cls: RunnableEnvClass, command: str, args: Sequence[str])
             env_values["data_path_to_save_groups"] = f"data/{name}.jsonl"
     if command == "evaluate" and env_values.get("data_dir_to_save_evals") is None:
         env_values["data_dir_to_save_evals"] = f"data/{name}_eval"
-    unknown_sections = sorted(set(yaml_config) - {"env", "openai", "slurm", "testing"})
-    if unknown_sections:
-        raise CliError(f"--config: unknown section {unknown_sections[0]!r}; use env: and openai:")
-    yaml_env = yaml_config.get("env") or {}
-    if not isinstance(yaml_env, dict):
-        raise CliError("--config: the env: section must be a mapping")
-    env_values.update(_known_keys(yaml_env, env_model, "env"))
-    env_values.update(_section(flags, "env.", env_model))
+    env_values.update(yaml_section(yaml_config, "env", env_model, origin))
+    env_values.update(flag_section(flags, "env", env_model))
     if env_values.get("wandb_name") is None:
         env_values["wandb_name"] = name
     try:
         env_config = env_model(**env_values)
     except ValidationError as exc:
-        raise CliError(_one_line(exc, "env.")) from None
+        raise CliError(one_line(exc, "env")) from None
 
-    servers = _resolve_servers(default_servers, yaml_config.get("openai"), flags)
+    servers = _resolve_servers(default_servers, yaml_config.get("openai"), flags, origin)
     manager = {key: flags[key] for key in ("slurm", "testing") if key in flags}
     manager.update({key: yaml_config[key] for key in ("slurm", "testing") if key in yaml_config})
     truthy = ("1", "true", "yes", "True")
@@ -246,9 +139,9 @@ def resolve_config(env_cls: RunnableEnvClass, command: str, args: Sequence[str])
 
 
 def _resolve_servers(
-    default: Any, yaml_openai: Any, flags: dict[str, str]
+    default: Any, yaml_openai: Any, flags: dict[str, str], origin: str
 ) -> ServerBaseline | APIServerConfig | list[APIServerConfig]:
-    cli_openai = _section(flags, "openai.", APIServerConfig)
+    cli_openai = flag_section(flags, "openai", APIServerConfig)
     try:
         if isinstance(yaml_openai, list) and len(yaml_openai) >= 2:
             if cli_openai:
@@ -261,7 +154,7 @@ def _resolve_servers(
         if isinstance(yaml_openai, list):
             yaml_openai = yaml_openai[0] if yaml_openai else {}
         if isinstance(yaml_openai, dict):
-            yaml_openai = _known_keys(yaml_openai, APIServerConfig, "openai")
+            yaml_openai = yaml_section({"openai": yaml_openai}, "openai", APIServerConfig, origin)
         # Only the fields set somewhere are passed on, so that the env can tell a value
         # chosen by someone (e.g. openai.timeout) from Atropos' default.
         if isinstance(default, APIServerConfig):
@@ -278,47 +171,40 @@ def _resolve_servers(
         base.update(cli_openai)
         return APIServerConfig(**base)
     except ValidationError as exc:
-        raise CliError(_one_line(exc, "openai.")) from None
+        raise CliError(one_line(exc, "openai")) from None
 
 
 def _run(main: Callable[[], Awaitable[None]]) -> int:
-    """Run ``main`` with SIGTERM cancelling it as Ctrl-C does. 0, 130 (Ctrl-C) or 143."""
-    stopped: list[int] = []
+    """Run ``main`` under the project's signal policy (``hermes_sandbox.stop_on_sigterm``:
+    SIGTERM takes Ctrl-C's path, the main task is cancelled and everything closes): 0,
+    130 after Ctrl-C, 143 after SIGTERM. Off the main thread, where Python delivers no
+    signals, only a cancellation stops it (130)."""
+    if threading.current_thread() is not threading.main_thread():
+        return 130 if _interrupted(main) else 0
+    with stop_on_sigterm() as stop:
+        return stop.exit_status if _interrupted(main) else 0
 
-    async def guarded() -> None:
-        loop = asyncio.get_running_loop()
-        task = asyncio.current_task()
-        assert task is not None
 
-        def on_term() -> None:
-            stopped.append(signal.SIGTERM)
-            task.cancel()
+def _interrupted(main: Callable[[], Awaitable[None]]) -> bool:
+    """Run ``main`` to its end; whether Ctrl-C, SIGTERM or a cancellation stopped it."""
 
-        # Not possible off the main thread (or on Windows): then only Ctrl-C stops cleanly.
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(signal.SIGTERM, on_term)
-        try:
-            await main()
-        finally:
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.remove_signal_handler(signal.SIGTERM)
+    async def run() -> None:
+        await main()
 
     try:
-        asyncio.run(guarded())
-    except KeyboardInterrupt:
-        return 130
-    except asyncio.CancelledError:
-        return 143 if stopped else 130
-    return 0
+        asyncio.run(run())
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        return True
+    return False
 
 
 def _class_name(env_cls: RunnableEnvClass) -> str:
     return str(getattr(env_cls, "__name__", "environment"))
 
 
-def _usage(env_cls: RunnableEnvClass) -> str:
+def _usage(env_cls: RunnableEnvClass, prog: str | None) -> str:
     return (
-        f"usage: {Path(sys.argv[0]).name} {{serve,process,evaluate}} [--config FILE.yaml] "
+        f"usage: {prog or Path(sys.argv[0]).name} {{serve,process,evaluate}} [--config FILE.yaml] "
         "[--env.NAME VALUE ...] [--openai.NAME VALUE ...]\n"
         f"  serve     run {_class_name(env_cls)} against an Atropos API (run-api) for RL\n"
         "  process   write scored groups to JSONL (--env.data_path_to_save_groups)\n"
@@ -339,20 +225,23 @@ def run_cli(
     *,
     out: TextIO | None = None,
     err: TextIO | None = None,
+    prog: str | None = None,
 ) -> int:
     """Run one command of ``env_cls``; returns the exit status (2 for a bad command line,
-    1 for a start-up failure, 130/143 when interrupted)."""
+    1 for a start-up failure or a failed check before the first rollout, 130/143 when
+    interrupted). ``prog`` is the command shown in the usage (default: the script's
+    name)."""
     out = out or sys.stdout
     err = err or sys.stderr
     if not argv or argv[0] in ("-h", "--help", "help"):
-        print(_usage(env_cls), file=out if argv else err)
+        print(_usage(env_cls, prog), file=out if argv else err)
         return 0 if argv else 2
     command, rest = argv[0], list(argv[1:])
     if command not in COMMANDS:
         print(f"error: unknown command {command!r}; choose serve, process or evaluate", file=err)
         return 2
     if any(arg in ("-h", "--help") for arg in rest):
-        print(_usage(env_cls), file=out)
+        print(_usage(env_cls, prog), file=out)
         return 0
     try:
         resolved = resolve_config(env_cls, command, rest)
@@ -360,11 +249,27 @@ def run_cli(
         print(f"error: {exc}", file=err)
         return 2
     try:
+        check_hub(resolved.env.tokenizer_name, "the tokenizer", "--env.tokenizer_name")
         env = env_cls(resolved.env, resolved.servers, resolved.slurm, resolved.testing)
-    except (TokenizerLoadError, ValueError, TypeError) as exc:
+    except (HermesEnvsError, TokenizerLoadError, ValueError, TypeError) as exc:
         print(f"error: {exc}", file=err)
         return 1
-    return run_command(env, command, out=out, err=err)
+    return run_command(
+        env, command, out=out, err=err, check=lambda: _check_before_running(command, resolved)
+    )
+
+
+async def _check_before_running(command: str, resolved: ResolvedConfig) -> None:
+    """What ``run_cli`` checks once the environment is built and before it runs (the
+    model endpoints are checked by the environment's own preflight): ``evaluate``'s
+    folder is writable.
+
+    Raises:
+        EnvSetupError: one line naming the option to change.
+    """
+    where = resolved.env.data_dir_to_save_evals
+    if command == "evaluate" and where is not None:
+        await asyncio.to_thread(check_writable, where, "--env.data_dir_to_save_evals")
 
 
 def run_command(
@@ -373,12 +278,14 @@ def run_command(
     *,
     out: TextIO | None = None,
     err: TextIO | None = None,
+    check: Callable[[], Awaitable[None]] | None = None,
 ) -> int:
     """Run ``command`` (serve, process or evaluate) on an environment already built;
     returns the exit status (0; 1 when the run stopped with a ``HermesEnvsError``, e.g.
-    ``process`` or ``serve`` without a tokenizer or a ``setup()`` that could not load a
-    dataset, said in one line on ``err``; 130/143 when interrupted). ``env.stats`` holds
-    the run's counters afterwards.
+    ``process`` or ``serve`` without a tokenizer, a failed ``check`` or a ``setup()`` that
+    could not load a dataset, said in one line on ``err``; 130/143 when interrupted).
+    ``check`` runs after the tokenizer is found and before anything is shown or started.
+    ``env.stats`` holds the run's counters afterwards.
 
     Raises:
         ValueError: for a command other than serve, process or evaluate.
@@ -396,6 +303,10 @@ def run_command(
         try:
             if command != "evaluate":
                 _require_tokenizer(env, command)
+            if check is not None:
+                status = _check_first(env, check)
+                if status:
+                    return status
             return runners[command]()
         except HermesEnvsError as exc:
             print(f"error: {env.redactor(str(exc))}", file=err, flush=True)
@@ -409,6 +320,22 @@ def _require_tokenizer(env: RunnableEnv, command: str) -> None:
     except HermesEnvsError:
         _run(env.close)
         raise
+
+
+def _check_first(env: RunnableEnv, check: Callable[[], Awaitable[None]]) -> int:
+    """Run ``check``; 0, or 130/143 when interrupted (the env is closed then).
+
+    Raises:
+        HermesEnvsError: what ``check`` raised (the env is closed first).
+    """
+    try:
+        status = _run(check)
+    except HermesEnvsError:
+        _run(env.close)
+        raise
+    if status:
+        _run(env.close)
+    return status
 
 
 def _process(env: RunnableEnv, out: TextIO) -> int:

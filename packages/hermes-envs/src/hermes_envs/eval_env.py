@@ -29,7 +29,13 @@ from hermes_envs.cli import run_cli
 from hermes_envs.endpoints import atropos_copy, checked_servers, make_endpoint
 from hermes_envs.env_config import HermesAgentEnvConfig
 from hermes_envs.errors import EnvSetupError, TokenizerLoadError
-from hermes_envs.preflight import CLOUD_BACKENDS, check_backend, check_isolation, start_wandb
+from hermes_envs.preflight import (
+    CLOUD_BACKENDS,
+    check_backend,
+    check_endpoints,
+    check_isolation,
+    start_wandb,
+)
 from hermes_envs.redaction import Redactor, configured_secrets
 from hermes_envs.stats import ProgressReporter, RunStats
 from hermes_envs.tokenizer import shipped_tokenizer_dir
@@ -271,6 +277,7 @@ class HermesAgentEvalEnv(BaseEnv, Generic[ItemT]):  # type: ignore[misc]  # atro
             with self._run_scope():
                 await self._preflight()
                 await self.setup()
+                await check_endpoints(self.server_configs, self.config)
                 await start_wandb(self.config.use_wandb, self._start_wandb)
                 await self.evaluate()
         finally:

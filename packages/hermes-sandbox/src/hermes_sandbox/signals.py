@@ -15,6 +15,19 @@ wraps its run::
 
 No process-global state is left behind: the previous SIGTERM handler comes back when the
 block ends.
+
+It is the signal policy of every command of this project that runs sandboxes or
+rollouts (``hermes-bench``, ``hermes-envs`` and the environments' ``serve``/``process``/
+``evaluate``): SIGTERM takes Ctrl-C's path, everything already written stays, and the
+exit status says which signal stopped the program: 130 after Ctrl-C, 143 after SIGTERM
+(128 + the signal's number, as shells report it). The block yields a :class:`Stop`
+whose ``exit_status`` gives it::
+
+    with stop_on_sigterm() as stop:
+        try:
+            asyncio.run(main())
+        except KeyboardInterrupt:
+            sys.exit(stop.exit_status)
 """
 
 from __future__ import annotations
@@ -26,13 +39,28 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
-__all__ = ["stop_on_sigterm"]
+__all__ = ["Stop", "stop_on_sigterm"]
 
 _Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
 
 
+class Stop:
+    """What stopped a ``stop_on_sigterm()`` block: ``terminated`` once SIGTERM arrived."""
+
+    __slots__ = ("terminated",)
+
+    def __init__(self) -> None:
+        self.terminated = False
+
+    @property
+    def exit_status(self) -> int:
+        """The exit status of a program this stop ended: 143 after SIGTERM, else 130
+        (Ctrl-C)."""
+        return 128 + (signal.SIGTERM if self.terminated else signal.SIGINT)
+
+
 @contextmanager
-def stop_on_sigterm() -> Iterator[None]:
+def stop_on_sigterm() -> Iterator[Stop]:
     """While the block runs, SIGTERM takes the path Ctrl-C takes.
 
     A SIGTERM calls the SIGINT handler installed at that moment, as if Ctrl-C had been
@@ -43,7 +71,9 @@ def stop_on_sigterm() -> Iterator[None]:
     SIGINT is ignored, SIGTERM is too; if SIGINT has its default C handler (the process
     dies), SIGTERM raises ``KeyboardInterrupt`` instead.
 
-    The previous SIGTERM handler is restored when the block ends, also on errors.
+    The previous SIGTERM handler is restored when the block ends, also on errors. The
+    block gets a :class:`Stop` that records a SIGTERM (its ``exit_status``: 143 after
+    one, else 130).
 
     Raises:
         RuntimeError: if called outside the main thread (only it can handle signals).
@@ -53,9 +83,15 @@ def stop_on_sigterm() -> Iterator[None]:
             "stop_on_sigterm() must be used in the main thread (Python delivers signals "
             "only there); wrap the program's entry point, e.g. around asyncio.run()"
         )
-    previous: _Handler = signal.signal(signal.SIGTERM, _as_ctrl_c)
+    stop = Stop()
+
+    def as_ctrl_c(signum: int, frame: FrameType | None) -> None:
+        stop.terminated = True
+        _as_ctrl_c(signum, frame)
+
+    previous: _Handler = signal.signal(signal.SIGTERM, as_ctrl_c)
     try:
-        yield
+        yield stop
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 

@@ -60,12 +60,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args[0] not in ("evaluate", "check"):
         print(f"error: unknown command {args[0]!r}; choose evaluate or check", file=sys.stderr)
         return 2
-    if args[0] == "check":
+    asks_help = any(arg in ("-h", "--help") for arg in args[1:])
+    if args[0] == "check" and not asks_help:
         return _check(args[1:])
     from hermes_benchmarks.yc_bench.env import YCBenchEvalEnv
     from hermes_envs import run_cli
 
-    return run_cli(YCBenchEvalEnv, args)
+    # check takes evaluate's options (the endpoint's aside): the same --help lists them.
+    return run_cli(YCBenchEvalEnv, ["evaluate", *args[1:]], prog="hermes-bench yc-bench")
 
 
 if __name__ == "__main__":
