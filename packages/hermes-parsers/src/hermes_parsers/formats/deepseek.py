@@ -50,7 +50,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hermes_parsers.api import register_parser
-from hermes_parsers.arguments import load_json, object_at
+from hermes_parsers.arguments import _SCAN, _SURROGATE_ESCAPE, load_json
 from hermes_parsers.base import ToolCallParser
 from hermes_parsers.errors import RenderError
 from hermes_parsers.formats._json_calls import escape_markers
@@ -417,8 +417,14 @@ class DeepSeekV31Parser(_DeepSeekParser):
         start = sep + len(SEP)
         if start == end or text[start] != "{" or text[end - 1] != "}":
             return super()._quick_call(text, at, end)  # empty, or space around the JSON
-        arguments = object_at(text, start, end)
-        return None if arguments is None else (name, arguments)
+        # object_at(text, start, end), inlined: this runs once per call.
+        try:
+            value, stop = _SCAN(text, start)
+        except (StopIteration, ValueError, RecursionError):
+            return None
+        if stop != end or type(value) is not dict or _SURROGATE_ESCAPE.search(text, start, end):
+            return None
+        return name, value
 
     def _render_calls(self, calls: list[ToolCall]) -> str:
         parts = []
