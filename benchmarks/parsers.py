@@ -41,8 +41,8 @@ Then, as before:
   20k vs 200k characters, parsed and streamed in 64-character chunks; the worst unit is
   shown). Linear growth is about 10; the script flags anything above 20 as super-linear.
 
-Prints tables; exits 1 if a bar is missed. The whole run takes about two minutes on a
-quiet 2-core machine. Run: ``./dev bench`` or
+Prints tables; exits 1 if a bar is missed. The whole run takes about 90 s of CPU time
+(one format after another, so about that much wall time on a quiet machine). Run: ``./dev bench`` or
 ``uv run python benchmarks/parsers.py [--quick] [--format NAME] [--no-growth]``.
 """
 
