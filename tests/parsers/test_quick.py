@@ -145,6 +145,9 @@ def test_every_piece_at_every_edge(name: str) -> None:
     ]
     text = parser.render("Some text." if parser.content_with_calls else None, calls)
     assert _check(name, text)
+    # Escapes of surrogates inside an argument's string (JSON formats) or value text.
+    for escape in ("\\ud800", "a\\uDC00", "\\ud83d\\ude00", '"\\ud800"', "\ud800"):
+        _check(name, text.replace("x y", escape))
     edges = _edges(parser, text)
     pieces = [*parser.vocabulary, *parser.markers, *NOISE]
     for at in edges:

@@ -26,7 +26,7 @@ from hermes_parsers.tool_call import (
     ToolCall,
 )
 
-__all__ = ["QuickCall", "quick_result"]
+__all__ = ["QuickCall", "quick_call", "quick_calls_result", "quick_result"]
 
 #: One call as the quick reading found it: name, decoded arguments (a dict), the call's
 #: text as written (its id's checksum covers it), the id the format wrote (or ``None``).
@@ -65,3 +65,27 @@ def quick_result(content: str, calls: list[QuickCall]) -> ParseResult | None:
         _SET_TYPE(call, "function")
         built.append(call)
     return _result(content.strip() or None, built or None)
+
+
+def quick_call(index: int, name: str, arguments: dict[str, Any], raw: str) -> ToolCall | None:
+    """The call ``quick_result`` builds from ``(name, arguments, raw, None)`` at ``index``,
+    for a ``name`` already stripped and not empty; ``None`` if ``raw`` holds a lone
+    surrogate."""
+    try:
+        data = raw.encode()
+    except UnicodeEncodeError:
+        return None
+    function = _new(FunctionCall)
+    _SET_NAME(function, name)
+    _SET_TEXT(function, None)
+    _SET_VALUE(function, arguments)
+    call = _new(ToolCall)
+    _SET_ID(call, "call_%d_%08x" % (index, _crc32(data)))  # noqa: UP031 - as above
+    _SET_FUNCTION(call, function)
+    _SET_TYPE(call, "function")
+    return call
+
+
+def quick_calls_result(content: str, calls: list[ToolCall]) -> ParseResult:
+    """The ``ParseResult`` of ``content`` and calls made by ``quick_call``."""
+    return _result(content.strip() or None, calls or None)
