@@ -20,18 +20,20 @@ parsers, ``environments/tool_call_parsers/``, a copy of which is kept as test da
   Bar: at most 1.0x where both give the same answer (content and calls, arguments compared
   as JSON); where they differ the ratio is shown and marked ``differs``, with no bar.
 
-Each ratio is the median over paired rounds (41; 11 with ``--quick``): each round times
-both sides back to back, in alternating order, over enough calls for the pair to take
-about 2 ms, in CPU time of the thread (``time.thread_time``), so that the other processes
-of a loaded machine neither bill a side for their time nor hit one side more than the
-other; the machine's load average is printed at the start and at the end.
+Every figure is a ratio, the median over paired rounds (31; 11 with ``--quick``): each
+round times both sides back to back, in alternating order, over enough calls for the pair
+to take about 2 ms, in CPU time of the thread (``time.thread_time``), so that the other
+processes of a loaded machine neither bill a side for their time nor hit one side more
+than the other; the machine's load average is printed at the start and at the end.
 
 Then, as before:
 - ``vs json.loads``: time to ``parse()`` a realistic turn (content and four calls)
   divided by the time ``json.loads`` takes on the same calls' argument strings (median of
   paired rounds). Bar: <= 3.
 - ``stream/parse``: time to stream the same text in 4-character chunks over ``parse()``.
-- growth ``10x/1x``: time at ten times the input over time at one time the input, for the
+- growth ``10x/1x`` (the fastest time of each side over 7 interleaved rounds in CPU
+  time of the thread; a ratio above the limit is measured again with three times the
+  rounds and the smaller kept): time at ten times the input over time at one time the input, for the
   realistic turn (ten times the calls), 100k unterminated opening markers (10k vs 100k),
   deeply nested JSON arguments (depth 1k vs 10k), and every repeated partial construct of
   the format's vocabulary (``hermes_parsers.adversarial.growth_units``: each marker, and
@@ -39,13 +41,15 @@ Then, as before:
   20k vs 200k characters, parsed and streamed in 64-character chunks; the worst unit is
   shown). Linear growth is about 10; the script flags anything above 20 as super-linear.
 
-Prints tables; exits 1 if a bar is missed. Run: ``./dev bench`` or
+Prints tables; exits 1 if a bar is missed. The whole run takes about 90 s of CPU time
+(one format after another, so about that much wall time on a quiet machine). Run: ``./dev bench`` or
 ``uv run python benchmarks/parsers.py [--quick] [--format NAME] [--no-growth]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import gc
 import json
 import multiprocessing
@@ -213,29 +217,30 @@ def reference_rows(name: str, rounds: int) -> list[dict[str, Any]]:
     return rows
 
 
-def best_time(fn: Callable[[], object], *, budget: float) -> float:
-    """The fastest of repeated runs of ``fn`` within about ``budget`` seconds, in wall time
-    (GC off, as ``timeit`` does, so one format's garbage does not bill the next). The
-    growth and ``parse us`` figures use it, as before; the ratios to the reference and to
-    ``json.loads`` use ``paired``."""
+def per_call(fn: Callable[[], object], rounds: int) -> float:
+    """The median CPU time of the thread for one call of ``fn``, over ``rounds`` runs of
+    enough calls to take about 2 ms (GC off, as in ``timeit``). Only the ``parse us``
+    column uses it; every bar is a ratio from ``paired``."""
+    calls = 1
+    while True:
+        start = time.thread_time()
+        for _ in range(calls):
+            fn()
+        if time.thread_time() - start > 0.002 or calls >= 1 << 20:
+            break
+        calls *= 2
+    times = []
     gc.collect()
     gc.disable()
     try:
-        return _best_time(fn, budget)
+        for _ in range(rounds):
+            start = time.thread_time()
+            for _ in range(calls):
+                fn()
+            times.append((time.thread_time() - start) / calls)
     finally:
         gc.enable()
-
-
-def _best_time(fn: Callable[[], object], budget: float) -> float:
-    best = float("inf")
-    deadline = time.perf_counter() + budget
-    runs = 0
-    while runs < 3 or (time.perf_counter() < deadline and runs < 10_000):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-        runs += 1
-    return best
+    return statistics.median(times)
 
 
 def sample_calls(parser: ToolCallParser, count: int) -> list[ToolCall]:
@@ -266,25 +271,50 @@ def nested_text(parser: ToolCallParser, depth: int) -> str:
     return text.replace("{}", '{"a": ' + "[" * depth + "]" * depth + "}", 1)
 
 
-def growth(fn: Callable[[str], object], small: str, large: str, budget: float) -> float:
-    """Time of ``fn(large)`` over time of ``fn(small)``. A ratio above the linear limit is
-    measured again with five times the budget and the smaller kept: with dozens of units
-    per format, the largest of many noisy ratios is otherwise a false alarm."""
-    ratio = 0.0
-    for attempt in (budget, 5 * budget):
-        again = best_time(lambda: fn(large), budget=attempt) / max(
-            best_time(lambda: fn(small), budget=attempt), 1e-7
-        )
-        ratio = again if ratio == 0.0 else min(ratio, again)
-        if ratio <= LINEAR_LIMIT:
-            break
+def growth(fn: Callable[[str], object], small: str, large: str, rounds: int) -> float:
+    """Time of ``fn(large)`` over time of ``fn(small)``: the fastest of ``rounds`` paired
+    rounds on each side (interleaved, CPU time of the thread, GC off), as the fastest run
+    is the one least disturbed by other processes' use of the shared caches. A ratio above
+    the linear limit is measured again with three times the rounds and the smaller kept:
+    with dozens of units per format, the largest of many noisy ratios is otherwise a false
+    alarm."""
+    ratio = _growth(fn, small, large, rounds)
+    if ratio > LINEAR_LIMIT:
+        ratio = min(ratio, _growth(fn, small, large, 3 * rounds))
     return ratio
 
 
-def worst_partial_growth(parser: ToolCallParser, budget: float) -> tuple[float, float, str]:
+def _growth(fn: Callable[[str], object], small: str, large: str, rounds: int) -> float:
+    calls = 1  # of the small input, so that it takes about as long as one large one
+    while True:
+        start = time.thread_time()
+        for _ in range(calls):
+            fn(small)
+        if time.thread_time() - start > 0.0005 or calls >= 1 << 16:
+            break
+        calls *= 2
+    best_small = best_large = float("inf")
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(rounds):
+            start = time.thread_time()
+            for _ in range(calls):
+                fn(small)
+            middle = time.thread_time()
+            fn(large)
+            end = time.thread_time()
+            best_small = min(best_small, (middle - start) / calls)
+            best_large = min(best_large, end - middle)
+    finally:
+        gc.enable()
+    return best_large / max(best_small, 1e-9)
+
+
+def worst_partial_growth(parser: ToolCallParser, rounds: int) -> tuple[float, float, str]:
     """The largest 10x/1x time ratio over the format's growth units, for ``parse`` and
-    for streaming, and the label of the unit that gave the larger one (each timing gets
-    ``budget`` seconds)."""
+    for streaming, and the label of the unit that gave the larger one (each ratio the
+    median of ``rounds`` paired rounds)."""
     worst_parse, worst_stream, worst = 0.0, 0.0, ""
 
     def stream_all(text: str) -> None:
@@ -296,20 +326,40 @@ def worst_partial_growth(parser: ToolCallParser, budget: float) -> tuple[float, 
     for label, unit in growth_units(parser).items():
         small = unit * max(1, 20_000 // len(unit))
         large = small * 10
-        parsed = growth(parser.parse, small, large, budget)
-        streamed = growth(stream_all, small, large, budget)
+        parsed = growth(parser.parse, small, large, rounds)
+        streamed = growth(stream_all, small, large, rounds)
         if max(parsed, streamed) > max(worst_parse, worst_stream):
             worst = label
         worst_parse, worst_stream = max(worst_parse, parsed), max(worst_stream, streamed)
     return worst_parse, worst_stream, worst
 
 
-def measure(name: str, budget: float, rounds: int, growth_too: bool) -> dict[str, Any]:
+def keep_freed_memory() -> bool:
+    """Ask the C allocator (glibc's ``mallopt``) to keep freed memory for reuse rather than
+    hand blocks of up to 32 MB back to the kernel; return whether it could. Without this,
+    every copy of a megabyte-sized input comes back from the kernel as fresh pages, whose
+    faults (kernel CPU time, about 1 us a page) bill the large side of a growth ratio and
+    not the small one, whose copies fit in memory the allocator kept: 10x the input then
+    measures about 25x, where counting the parser's own steps gives 10x
+    (``tests/parsers/test_growth.py``)."""
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    trim_threshold, mmap_threshold, limit = -1, -3, 32 << 20
+    return bool(mallopt(mmap_threshold, limit)) and bool(mallopt(trim_threshold, 2 * limit))
+
+
+def measure(name: str, rounds: int, growth_rounds: int, growth_too: bool) -> dict[str, Any]:
     """Every figure of one format (run in a fresh interpreter, see ``main``)."""
+    kept = keep_freed_memory()
     parser = get_parser(name)
     text, arguments = realistic(parser, 4)
-    parse_t = best_time(lambda: parser.parse(text), budget=budget)
-    vs_json = paired(lambda: parser.parse(text), lambda: [json.loads(a) for a in arguments], rounds)
+
+    def parse() -> None:
+        parser.parse(text)
+
+    vs_json = paired(parse, lambda: [json.loads(a) for a in arguments], rounds)
 
     def stream_all() -> None:
         stream = parser.stream()
@@ -317,43 +367,40 @@ def measure(name: str, budget: float, rounds: int, growth_too: bool) -> dict[str
             stream.feed(text[i : i + 4])
         stream.close()
 
-    stream_t = best_time(stream_all, budget=budget)
     figures: dict[str, Any] = {
+        "kept": kept,
         "vs_json": vs_json,
-        "stream": stream_t / parse_t,
-        "parse_us": parse_t * 1e6,
+        "stream": paired(stream_all, parse, growth_rounds),
+        "parse_us": per_call(parse, growth_rounds) * 1e6,
         "reference": reference_rows(name, rounds),
     }
     if not growth_too:
         return figures
+
+    def ten_times(small: str, large: str) -> float:
+        return growth(parser.parse, small, large, growth_rounds)
+
     big, _ = realistic(parser, 40)
-    growth_calls = best_time(lambda: parser.parse(big), budget=budget) / parse_t
     marker = (parser.markers or ("<tool_call>",))[0]
-    small_adv, big_adv = marker * 10_000, marker * 100_000
-    adv_1 = best_time(lambda: parser.parse(small_adv), budget=budget)
-    growth_adv = best_time(lambda: parser.parse(big_adv), budget=budget) / adv_1
-    deep_1, deep_10 = nested_text(parser, 1_000), nested_text(parser, 10_000)
-    nested_1 = best_time(lambda: parser.parse(deep_1), budget=budget)
-    growth_nested = best_time(lambda: parser.parse(deep_10), budget=budget) / nested_1
-    g_partial, g_partial_stream, worst_unit = worst_partial_growth(parser, max(budget / 5, 0.02))
+    g_partial, g_partial_stream, worst_unit = worst_partial_growth(parser, growth_rounds)
     return figures | {
         "g_partial": g_partial,
         "g_partial_stream": g_partial_stream,
         "worst_unit": worst_unit,
-        "g_calls": growth_calls,
-        "g_adv": growth_adv,
-        "g_nested": growth_nested,
+        "g_calls": ten_times(text, big),
+        "g_adv": ten_times(marker * 10_000, marker * 100_000),
+        "g_nested": ten_times(nested_text(parser, 1_000), nested_text(parser, 10_000)),
     }
 
 
 def main() -> int:
     cli = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    cli.add_argument("--quick", action="store_true", help="shorter timing budget")
+    cli.add_argument("--quick", action="store_true", help="fewer rounds")
     cli.add_argument("--format", action="append", help="only these formats")
     cli.add_argument("--no-growth", action="store_true", help="skip the growth columns")
     args = cli.parse_args()
-    budget = 0.05 if args.quick else 0.3
-    rounds = 11 if args.quick else 41
+    rounds = 11 if args.quick else 31
+    growth_rounds = 3 if args.quick else 7
     print(f"hermes-parsers against the reference and json.loads ({load()} at start)")
     results: dict[str, dict[str, Any]] = {}
     # Each format is measured in a fresh interpreter: the allocator state one format's
@@ -362,8 +409,11 @@ def main() -> int:
     for name in args.format or list_parsers():
         with ProcessPoolExecutor(1, mp_context=spawn) as worker:
             results[name] = worker.submit(
-                measure, name, budget, rounds, not args.no_growth
+                measure, name, rounds, growth_rounds, not args.no_growth
             ).result()
+    if not all(r["kept"] for r in results.values()):
+        print("(the allocator could not be asked to keep freed memory: growth ratios of")
+        print(" megabyte-sized inputs include the kernel's page faults)")
     missed = reference_table(results) + json_table(results, growth_too=not args.no_growth)
     print()
     print(f"({load()} at the end)")

@@ -357,3 +357,21 @@ def test_large_call_streamed_one_character_at_a_time() -> None:
         assert json.loads(result.tool_calls[0].function.arguments)["data"] == body
 
     assert_linear(run, 300)
+
+
+@pytest.mark.parametrize("name", ["llama3_json", "llama4_json"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        'if a < b and c <d then <|python_tag|>{"name": "f", "parameters": {"x": 1}}',
+        "x < y <thi" + 'nk>plan</think>{"name": "f", "parameters": {}}',
+        "a <| b < c <",
+        'see <|python_start|>{"name": "f", "parameters": {}}<|python_end|> < done',
+    ],
+)
+def test_chunks_with_plain_angle_brackets_stream_as_parse(name: str, text: str) -> None:
+    """A chunk whose every ``<`` is plain content passes straight through; one ending in
+    the beginning of a marker, or holding one, does not."""
+    parser = get_parser(name)
+    for pieces in chunkings(text, seed=3):
+        check_stream(parser, pieces)

@@ -20,6 +20,8 @@ __all__ = [
     "encode_arguments",
     "find_lone_surrogate",
     "load_json",
+    "object_at",
+    "object_prefix",
 ]
 
 
@@ -146,6 +148,44 @@ def decode_json_prefix(
         raise ValueError("JSON nested too deeply") from None
     if _SURROGATE_ESCAPE.search(text, start, end) is not None:
         _check_escapes(value)
+    return value, end
+
+
+def object_at(text: str, start: int, stop: int) -> dict[str, Any] | None:
+    """The JSON object that spans exactly ``text[start:stop]`` (no surrounding
+    whitespace), read without slicing it out: what ``load_json(text[start:stop])`` gives
+    when that is an object and the text holds no ``\\u`` escape of a surrogate; ``None``
+    for anything else (an error, another type, such an escape), which the caller's
+    general path then judges. Never raises."""
+    if not text.startswith("{", start):
+        return None
+    try:
+        value, end = _SCAN(text, start)
+    except (StopIteration, ValueError, RecursionError):
+        return None
+    if end != stop or type(value) is not dict:
+        return None
+    if _SURROGATE_ESCAPE.search(text, start, stop) is not None:
+        return None
+    return value
+
+
+def object_prefix(text: str, start: int, stop: int) -> tuple[dict[str, Any], int] | None:
+    """The JSON object that begins exactly at ``text[start]`` and ends at or before
+    ``stop``, and the index just past it: what ``decode_json_prefix(text, start)`` gives
+    when that is an object ending there and holding no ``\\u`` escape of a surrogate;
+    ``None`` for anything else, which the caller's general path then judges. Never
+    raises."""
+    if not text.startswith("{", start):
+        return None
+    try:
+        value, end = _SCAN(text, start)
+    except (StopIteration, ValueError, RecursionError):
+        return None
+    if end > stop or type(value) is not dict:
+        return None
+    if _SURROGATE_ESCAPE.search(text, start, end) is not None:
+        return None
     return value, end
 
 

@@ -151,7 +151,16 @@ class ToolCallParser(ABC):
         holds_markup = self._holds_markup or self._markup_check()
         if not holds_markup(text):
             return _plain_result(text.strip() or None)
-        return self._parse_markup(text)
+        quick = self._parse_quick(text)
+        return self._parse_markup(text) if quick is None else quick
+
+    def _parse_quick(self, text: str) -> ParseResult | None:
+        """``parse`` of the common case (content and well-formed calls), read without the
+        scanner, or ``None`` for ``_parse_markup`` to read the text. A format that
+        overrides it must give ``_parse_markup``'s result for every text it accepts
+        (see ``hermes_parsers.quick``); the default accepts none."""
+        del text  # the default reads nothing
+        return None
 
     def _parse_markup(self, text: str) -> ParseResult:
         """``parse`` without the shortcut for text that holds none of ``openers``."""

@@ -35,6 +35,15 @@ class ParseResult:
         _SET_REASONING(result, None)
         return result
 
+    @classmethod
+    def _quick(cls, content: str | None, tool_calls: list[ToolCall] | None) -> ParseResult:
+        """``ParseResult(content, tool_calls)``, built as ``_content_only`` is."""
+        result = _new(cls)
+        _SET_CONTENT(result, content)
+        _SET_CALLS(result, tool_calls)
+        _SET_REASONING(result, None)
+        return result
+
     def __iter__(self) -> Iterator[Any]:
         yield self.content
         yield self.tool_calls

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from hermes_parsers.arguments import encode_arguments
+from hermes_parsers.arguments import _ENCODE, encode_arguments
 from hermes_parsers.errors import ArgumentsError, ToolCallError
 
 __all__ = ["FunctionCall", "ToolCall"]
@@ -51,7 +51,14 @@ class FunctionCall:
         """The arguments as a JSON object string."""
         text = self._text
         if text is None:
-            text = encode_arguments(self._value or {})
+            value = self._value or {}
+            if _ENCODE is not None and type(value) is dict:
+                try:  # encode_arguments(value), without its frame
+                    text = "".join(_ENCODE(value, 0))
+                except (TypeError, ValueError, RecursionError):
+                    text = encode_arguments(value)  # raises, as the encoder did
+            else:
+                text = encode_arguments(value)
             _SET_TEXT(self, text)
         return text
 

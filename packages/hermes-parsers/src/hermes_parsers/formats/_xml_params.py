@@ -40,6 +40,9 @@ _PYTHON_CONSTANTS: dict[str, Any] = {"True": True, "False": False, "None": None}
 # else is not JSON, and is not worth an attempt (a failed decode costs an exception).
 _JSON_STARTS = frozenset('{["-0123456789')
 _JSON_WORDS = frozenset({"true", "false", "null"})
+#: What the text read by ``read_untyped`` starts with when it is anything but a string:
+#: JSON, the JSON words and the Python constants.
+_UNTYPED_STARTS = _JSON_STARTS | frozenset("tfnTFN")
 _STRING_TYPES = frozenset({"string", "str", "text", "varchar", "char", "enum"})
 _DECODE_ERRORS = (ValueError, TypeError, SyntaxError, MemoryError, RecursionError)
 
@@ -119,17 +122,23 @@ def read_untyped(text: str) -> Any:
     Jinja ``| string`` filter writes for booleans and null); a Python-literal list or dict
     (``{'k': 'v'}``); otherwise the text itself, unchanged (not stripped). Never raises.
     """
+    head = text[:1]
+    if head not in _UNTYPED_STARTS and head.strip():
+        return text  # prose: no JSON value, constant or container starts like this
     stripped = text.strip()
     if not stripped:
         return text
-    if stripped[0] in _JSON_STARTS or stripped in _JSON_WORDS:
+    first = stripped[0]
+    # The words and constants are at most 5 characters: longer text is not hashed.
+    short = len(stripped) <= 5
+    if first in _JSON_STARTS or (short and stripped in _JSON_WORDS):
         try:
             return load_json(stripped)
         except _DECODE_ERRORS:
             pass
-    if stripped in _PYTHON_CONSTANTS:
+    if short and stripped in _PYTHON_CONSTANTS:
         return _PYTHON_CONSTANTS[stripped]
-    if stripped[0] in "[{":
+    if first in "[{":
         ok, value = _python_container(stripped)
         if ok:
             return value

@@ -50,10 +50,12 @@ from collections.abc import Callable
 from typing import Any
 
 from hermes_parsers.api import register_parser
-from hermes_parsers.arguments import load_json
+from hermes_parsers.arguments import _SCAN, _SURROGATE_ESCAPE, load_json
 from hermes_parsers.base import ToolCallParser
 from hermes_parsers.errors import RenderError
 from hermes_parsers.formats._json_calls import escape_markers
+from hermes_parsers.quick import QuickCall, quick_call, quick_calls_result, quick_result
+from hermes_parsers.result import ParseResult
 from hermes_parsers.scanner import MarkerScanner, Region, RegionSet, Scanner
 from hermes_parsers.segments import Malformed, RawCall, Reasoning, Segment
 from hermes_parsers.tool_call import ToolCall
@@ -281,6 +283,52 @@ class _DeepSeekParser(ToolCallParser):
     def _read_section(self, body: str, raw: str, offset: int, terminated: bool) -> list[Segment]:
         return read_section(body, raw, offset, terminated, self._read_call)
 
+    def _parse_quick(self, text: str) -> ParseResult | None:
+        """One closed section of well-formed calls, separated by whitespace only, with
+        no markup before or after it (no second section, end-of-turn token or
+        ``<think>``): what ``read_section`` reads without a ``Malformed``. Inside the
+        section the scanner looks for nothing but its end, as here."""
+        begin = text.find(CALLS_BEGIN)
+        if begin < 0 or self.think_prefilled:
+            return None
+        inner = begin + len(CALLS_BEGIN)
+        close = text.find(CALLS_END, inner)
+        if close < 0:
+            return None
+        after = close + len(CALLS_END)
+        head = text[:begin]
+        tail = text[after:]
+        if (head and (EOS in head or _THINK_START in head)) or (
+            tail and (CALLS_BEGIN in tail or EOS in tail or _THINK_START in tail)
+        ):
+            return None
+        quick_call = self._quick_call
+        calls: list[QuickCall] = []
+        position = inner
+        start = text.find(CALL_BEGIN, inner, close)
+        while start >= 0:
+            if start != position and not text[position:start].isspace():
+                return None  # stray text before a call
+            at = start + len(CALL_BEGIN)
+            end = text.find(CALL_END, at, close)
+            following = text.find(CALL_BEGIN, at, close)
+            if end < 0 or 0 <= following < end:
+                return None  # not closed before the next call or the section's end
+            found = quick_call(text, at, end)
+            if found is None:
+                return None
+            position = end + len(CALL_END)
+            calls.append((found[0], found[1], text[start:position], None))
+            start = following
+        if not calls or (position != close and not text[position:close].isspace()):
+            return None  # no call, or stray text after the last one
+        return quick_result(head + tail, calls)
+
+    def _quick_call(self, text: str, at: int, end: int) -> tuple[str, dict[str, Any]] | None:
+        """``_read_call(text[at:end])`` when that reads a call, else ``None``."""
+        found = self._read_call(text[at:end])
+        return None if type(found) is str else found  # type: ignore[return-value]
+
     def _read_reasoning(self, body: str, raw: str, offset: int, terminated: bool) -> list[Segment]:
         return read_reasoning(body, offset, self._read_call)
 
@@ -357,6 +405,62 @@ class DeepSeekV31Parser(_DeepSeekParser):
 
     def _read_call(self, body: str) -> tuple[str, dict[str, Any]] | str:
         return read_v31_call(body)
+
+    def _parse_quick(self, text: str) -> ParseResult | None:
+        # The shared reading (see the base class), with each call read in place and
+        # built here: NAME, the separator, a JSON object (read_v31_call without slices).
+        begin = text.find(CALLS_BEGIN)
+        if begin < 0 or self.think_prefilled:
+            return None
+        inner = begin + len(CALLS_BEGIN)
+        close = text.find(CALLS_END, inner)
+        if close < 0:
+            return None
+        head = text[:begin]
+        tail = text[close + len(CALLS_END) :]
+        if (head and (EOS in head or _THINK_START in head)) or (
+            tail and (CALLS_BEGIN in tail or EOS in tail or _THINK_START in tail)
+        ):
+            return None
+        calls: list[ToolCall] = []
+        position = inner
+        start = text.find(CALL_BEGIN, inner, close)
+        while start >= 0:
+            if start != position and not text[position:start].isspace():
+                return None  # stray text before a call
+            at = start + len(CALL_BEGIN)
+            end = text.find(CALL_END, at, close)
+            following = text.find(CALL_BEGIN, at, close)
+            if end < 0 or 0 <= following < end:
+                return None  # not closed before the next call or the section's end
+            sep = text.find(SEP, at, end)
+            if sep < 0:
+                return None
+            name = text[at:sep].strip()
+            if not name.isidentifier() and (not name or _WHITESPACE.search(name) or "<｜" in name):
+                return None
+            json_at = sep + len(SEP)
+            if json_at == end or text[json_at] != "{":
+                return super()._parse_quick(text)  # empty arguments, or space before them
+            try:
+                value, stop = _SCAN(text, json_at)
+            except (StopIteration, ValueError, RecursionError):
+                return None
+            if (
+                stop != end
+                or type(value) is not dict
+                or _SURROGATE_ESCAPE.search(text, json_at, end)
+            ):
+                return None
+            position = end + len(CALL_END)
+            call = quick_call(len(calls), name, value, text[start:position])
+            if call is None:
+                return None
+            calls.append(call)
+            start = following
+        if not calls or (position != close and not text[position:close].isspace()):
+            return None  # no call, or stray text after the last one
+        return quick_calls_result(head + tail, calls)
 
     def _render_calls(self, calls: list[ToolCall]) -> str:
         parts = []

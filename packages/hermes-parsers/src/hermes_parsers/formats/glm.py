@@ -81,6 +81,8 @@ from hermes_parsers.errors import RenderError
 from hermes_parsers.formats._json_calls import escape_markers
 from hermes_parsers.formats._python_literal import python_literal
 from hermes_parsers.formats._xml_params import same_json
+from hermes_parsers.quick import QuickCall, quick_result
+from hermes_parsers.result import ParseResult
 from hermes_parsers.scanner import Region
 from hermes_parsers.schema import coerce_value
 from hermes_parsers.segments import Malformed, RawCall, Segment
@@ -147,9 +149,13 @@ def _finite(value: Any) -> bool:
 
 def read_untyped(text: str) -> Any:
     """A value without a schema: stripped JSON, else a Python literal, else the text."""
-    first = _FIRST_CHAR.search(text)
-    if first is None or first.group() not in _LITERAL_STARTS:
-        return text  # prose: neither JSON nor a literal (and no copy of a long text)
+    first = text[:1]
+    if first not in _LITERAL_STARTS:
+        if not first.isspace():
+            return text  # empty, or prose: no literal starts with its first character
+        found = _FIRST_CHAR.search(text)
+        if found is None or found.group() not in _LITERAL_STARTS:
+            return text  # prose: neither JSON nor a literal (and no copy of a long text)
     stripped = text.strip()
     try:
         return load_json(stripped)  # strict: rejects NaN and numbers that overflow
@@ -175,6 +181,41 @@ class _GlmParser(ToolCallParser):
         return [Region(_START, _END, self._read_call)]
 
     # reading ----------------------------------------------------------------------------
+    def _parse_quick(self, text: str) -> ParseResult | None:
+        """Closed calls that ``_read_body`` reads, and no ``<think>`` outside them: what
+        the scanner and ``_read_call`` give without a ``Malformed`` (inside a call the
+        scanner looks for nothing but ``</tool_call>``, as here)."""
+        start = text.find(_START)
+        if start < 0 or self.think_prefilled:
+            return None
+        read_body = self._read_body
+        outside: list[str] = []
+        calls: list[QuickCall] = []
+        position = 0
+        while start >= 0:
+            if start != position:
+                gap = text[position:start]
+                if _THINK in gap:
+                    return None
+                outside.append(gap)
+            at = start + len(_START)
+            end = text.find(_END, at)
+            if end < 0:
+                return None
+            # A body holding another <tool_call> is read again from it only when it
+            # reads as malformed, and then this answers None.
+            read = read_body(text[at:end])
+            if isinstance(read, str):
+                return None
+            position = end + len(_END)
+            calls.append((read[0], read[1], text[start:position], None))
+            start = text.find(_START, position)
+        tail = text[position:]
+        if _THINK in tail:
+            return None
+        outside.append(tail)
+        return quick_result("".join(outside), calls)
+
     def _read_call(self, body: str, raw: str, offset: int, terminated: bool) -> list[Segment]:
         at = offset - (len(raw) - len(body) - (len(_END) if terminated else 0))
         if not terminated:
@@ -195,6 +236,7 @@ class _GlmParser(ToolCallParser):
             return problem
         arguments: dict[str, Any] = {}
         size = len(body)
+        untyped = not self.schemas  # then _convert is read_untyped
         while pos < size:
             # The common, well-formed pair in one match: gap, key, gap, <arg_value>.
             pair = _PAIR.match(body, pos)
@@ -203,8 +245,15 @@ class _GlmParser(ToolCallParser):
                 value_end = body.find(_VALUE_END, value_start)
                 value = body[value_start:value_end]
                 key = pair[1].strip()
-                if value_end >= 0 and key and _KEY not in value and _VALUE not in value:
-                    arguments[key] = self._convert(name, key, value)
+                # Both tags a value cannot hold start with "<arg_": one search for both.
+                if (
+                    value_end >= 0
+                    and key
+                    and ("<arg_" not in value or (_KEY not in value and _VALUE not in value))
+                ):
+                    arguments[key] = (
+                        read_untyped(value) if untyped else self._convert(name, key, value)
+                    )
                     pos = value_end + len(_VALUE_END)
                     continue
             key_at = body.find(_KEY, pos)

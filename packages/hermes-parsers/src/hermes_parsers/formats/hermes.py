@@ -15,7 +15,12 @@ from __future__ import annotations
 
 from hermes_parsers.api import register_parser
 from hermes_parsers.base import ToolCallParser
-from hermes_parsers.formats._json_calls import dump_call_object, read_json_object_body
+from hermes_parsers.formats._json_calls import (
+    dump_call_object,
+    quick_json_blocks,
+    read_json_object_body,
+)
+from hermes_parsers.result import ParseResult
 from hermes_parsers.scanner import Region
 from hermes_parsers.tool_call import ToolCall
 
@@ -23,7 +28,8 @@ __all__ = ["HermesParser", "QwenParser"]
 
 _START = "<tool_call>"
 _END = "</tool_call>"
-_ESCAPE = (_START, _END, "<think>", "</think>")
+_THINK = "<think>"
+_ESCAPE = (_START, _END, _THINK, "</think>")
 
 
 @register_parser("hermes")
@@ -35,6 +41,11 @@ class HermesParser(ToolCallParser):
 
     def _call_regions(self) -> list[Region]:
         return [Region(_START, _END, read_json_object_body)]
+
+    def _parse_quick(self, text: str) -> ParseResult | None:
+        if self.think_prefilled:
+            return None
+        return quick_json_blocks(text, _START, _END, (_THINK,), strict=self.strict)
 
     def _render_calls(self, calls: list[ToolCall]) -> str:
         return "\n".join(f"{_START}\n{dump_call_object(call, _ESCAPE)}\n{_END}" for call in calls)

@@ -53,10 +53,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from hermes_parsers.api import register_parser
-from hermes_parsers.arguments import decode_json_prefix, load_json
+from hermes_parsers.arguments import decode_json_prefix, load_json, object_at
 from hermes_parsers.base import ToolCallParser
 from hermes_parsers.errors import RenderError
 from hermes_parsers.formats._json_calls import escape_markers
+from hermes_parsers.quick import QuickCall, quick_result
+from hermes_parsers.result import ParseResult
 from hermes_parsers.scanner import Scanner
 from hermes_parsers.segments import Content, Malformed, RawCall, Reasoning, Segment
 from hermes_parsers.tool_call import ToolCall
@@ -420,6 +422,59 @@ class KimiK2Parser(ToolCallParser):
 
     def _scanner(self) -> Scanner:
         return _KimiScanner(self._function_name, in_reasoning=self.think_prefilled)
+
+    def _parse_quick(self, text: str) -> ParseResult | None:
+        """One closed ``<|tool_calls_section_begin|>`` section of well-formed calls,
+        separated by whitespace only, with no markup before or after it (no other
+        section or call marker, no ``<think>``): what ``_KimiScanner`` reads without a
+        ``Malformed``. Inside the section it looks for the same markers as here."""
+        begin = text.find(SECTION_BEGIN)
+        if begin < 0 or self.think_prefilled:
+            return None
+        inner = begin + len(SECTION_BEGIN)
+        close = text.find(SECTION_END, inner)
+        if close < 0 or text.find(SECTION_END_SINGULAR, inner, close) >= 0:
+            return None
+        head = text[:begin]
+        tail = text[close + len(SECTION_END) :]
+        # Every marker starts with "<|tool_call"; outside the section only "<think>",
+        # the section and call openers are read, so this refuses a little more.
+        if (head and ("<|tool_call" in head or THINK_OPEN in head)) or (
+            tail and ("<|tool_call" in tail or THINK_OPEN in tail)
+        ):
+            return None
+        resolve = self._function_name
+        calls: list[QuickCall] = []
+        position = inner
+        start = text.find(CALL_BEGIN, inner, close)
+        while start >= 0:
+            if start != position and not text[position:start].isspace():
+                return None  # text in the section outside any call
+            at = start + len(CALL_BEGIN)
+            end = text.find(CALL_END, at, close)
+            following = text.find(CALL_BEGIN, at, close)
+            if end < 0 or 0 <= following < end:
+                return None  # not closed before the next call or the section's end
+            split = text.find(ARGUMENT_BEGIN, at, end)
+            if split < 0:
+                return None
+            call_id = text[at:split].strip()
+            arguments_text = text[split + len(ARGUMENT_BEGIN) : end].strip()
+            name = resolve(call_id, arguments_text)
+            if name is None or not call_id:
+                return None
+            if arguments_text:
+                arguments = object_at(arguments_text, 0, len(arguments_text))
+                if arguments is None:
+                    return None
+            else:
+                arguments = {}
+            position = end + len(CALL_END)
+            calls.append((name, arguments, text[start:position], call_id))
+            start = following
+        if not calls or (position != close and not text[position:close].isspace()):
+            return None  # no call, or text after the last one
+        return quick_result(head + tail, calls)
 
     def _function_name(self, call_id: str, arguments: str) -> str | None:
         """The function a call id names; a bare counter is resolved from the tools."""

@@ -131,6 +131,16 @@ def _marker_prefix(text: str) -> bool:
     )
 
 
+def _plain_angles(text: str) -> bool:
+    """Whether every ``<`` in ``text`` is plain content: no marker in it, and its end is
+    not the beginning of one. Every marker is ``<think>`` or starts with ``<|``, and
+    holds no other ``<``, so only the last ``<`` can begin one at the end."""
+    if "<|" in text or _THINK_START in text:
+        return False
+    last = text.rfind("<")
+    return last < 0 or not _marker_prefix(text[last:])
+
+
 class _LlamaScanner:
     """The incremental scanner behind both parsers (see the module docstring).
 
@@ -171,7 +181,7 @@ class _LlamaScanner:
             and not self._carry
             and not self._after_call
             and "{" not in text
-            and "<" not in text
+            and ("<" not in text or _plain_angles(text))
         ):
             # In content, only "{" (an object) and "<" (a marker) start anything.
             self._emit(text, out)

@@ -45,8 +45,13 @@ from hermes_parsers.api import register_parser
 from hermes_parsers.arguments import load_json
 from hermes_parsers.base import ToolCallParser
 from hermes_parsers.errors import RenderError
-from hermes_parsers.formats._json_calls import dump_call_object, read_json_object_body
+from hermes_parsers.formats._json_calls import (
+    dump_call_object,
+    quick_json_blocks,
+    read_json_object_body,
+)
 from hermes_parsers.formats._xml_params import read_value, skip_space
+from hermes_parsers.result import ParseResult
 from hermes_parsers.scanner import MarkerScanner, Region, RegionSet, Scanner, reasoning_region
 from hermes_parsers.segments import Malformed, RawCall, Segment
 from hermes_parsers.tool_call import ToolCall
@@ -78,6 +83,11 @@ _ESCAPE = (
 )
 
 
+def _tagged(body: str) -> bool:
+    """Whether a block's body is the key/value-tag variant (see ``_read_body``)."""
+    return KEY_OPEN in body and not body.lstrip().startswith("{")
+
+
 @register_parser("longcat")
 class LongcatParser(ToolCallParser):
     """``<longcat_tool_call>{"name": ..., "arguments": {...}}</longcat_tool_call>`` blocks."""
@@ -97,9 +107,21 @@ class LongcatParser(ToolCallParser):
     def _call_regions(self) -> list[Region]:
         return [Region(CALL_OPEN, CALL_CLOSE, self._read_body)]
 
+    def _parse_quick(self, text: str) -> ParseResult | None:
+        if self.think_prefilled:
+            return None
+        return quick_json_blocks(
+            text,
+            CALL_OPEN,
+            CALL_CLOSE,
+            (THINK_OPEN, "<think>"),
+            strict=self.strict,
+            other_body=_tagged,
+        )
+
     def _read_body(self, body: str, raw: str, offset: int, terminated: bool) -> list[Segment]:
         """A block's body: a JSON call object, or the key/value-tag variant."""
-        if KEY_OPEN in body and not body.lstrip().startswith("{"):
+        if _tagged(body):
             return [self._read_tagged(body, raw, offset, terminated)]
         return read_json_object_body(body, raw, offset, terminated)
 

@@ -65,10 +65,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal, get_args
 
 from hermes_parsers.api import register_parser
-from hermes_parsers.arguments import decode_json_prefix
+from hermes_parsers.arguments import decode_json_prefix, object_prefix
 from hermes_parsers.base import ToolCallParser
 from hermes_parsers.errors import OptionError, RenderError
 from hermes_parsers.formats._json_calls import escape_markers
+from hermes_parsers.quick import QuickCall, quick_result
+from hermes_parsers.result import ParseResult
 from hermes_parsers.scanner import MarkerScanner, Region, RegionSet, Scanner, reasoning_region
 from hermes_parsers.segments import Content, Malformed, RawCall, Reasoning, Segment
 from hermes_parsers.tool_call import ToolCall
@@ -495,6 +497,47 @@ class MistralParser(ToolCallParser):
             )
         scanner = MarkerScanner(regions)
         return _PrefilledScanner(scanner) if self.think_prefilled else scanner
+
+    def _parse_quick(self, text: str) -> ParseResult | None:
+        """Per-call groups ``name{...}`` or ``name[ARGS]{...}`` (no ``[CALL_ID]``, no
+        JSON-array form), each JSON object ending before the next ``[TOOL_CALLS]``, and
+        no reasoning markup anywhere outside the JSON: what ``_GroupReader`` reads
+        without a ``Malformed``, with the same ids."""
+        start = text.find(_CALLS)
+        if start < 0 or self.think_prefilled:
+            return None
+        head = text[:start]
+        if head and (_THINK_OPEN in head or "<think>" in head):
+            return None
+        outside = [head]
+        calls: list[QuickCall] = []
+        size = len(text)
+        while start < size:
+            body = start + len(_CALLS)
+            stop = text.find(_CALLS, body)
+            if stop < 0:
+                stop = size
+            end, marker = _first_of(text, body, stop, ("{", _ARGS, _CALL_ID))
+            if marker is None or marker == _CALL_ID:
+                return None
+            name = text[body:end].strip()
+            # A group starting with '[' or '{' is the JSON form (or a nameless call).
+            if not name or name[0] in "[{" or len(name.split()) != 1:
+                return None
+            at = end if marker == "{" else end + len(_ARGS)
+            found = object_prefix(text, at, stop)
+            if found is None:
+                return None
+            arguments, end = found
+            raw = text[start:end]
+            calls.append((name, arguments, raw, mistral_call_id(len(calls), name, raw)))
+            after = text[end:stop]
+            if after:
+                if _THINK_OPEN in after or "<think>" in after:
+                    return None
+                outside.append(after)
+            start = stop
+        return quick_result("".join(outside), calls)
 
     # rendering ------------------------------------------------------------------------
     def _reasoning_stops(self) -> tuple[str, ...]:

@@ -71,12 +71,15 @@ from hermes_parsers.errors import RenderError
 from hermes_parsers.formats._json_calls import read_json_object_body
 from hermes_parsers.formats._xml_params import (
     MarkerFinder,
+    read_untyped,
     read_value,
     skip_space,
     spell_value,
     template_text,
     trim_newlines,
 )
+from hermes_parsers.quick import QuickCall, quick_result
+from hermes_parsers.result import ParseResult
 from hermes_parsers.scanner import Region
 from hermes_parsers.segments import Content, Malformed, RawCall, Segment
 from hermes_parsers.tool_call import ToolCall
@@ -87,6 +90,7 @@ _CALL_START = "<tool_call>"
 _CALL_END = "</tool_call>"
 _FUNC_START = "<function="
 _FUNC_END = "</function>"
+_THINK_START = "<think>"
 _PARAM_START = "<parameter="
 _PARAM_END = "</parameter>"
 _NAME_STOPS = (">", "<", "\n")
@@ -171,29 +175,84 @@ class Qwen3CoderParser(ToolCallParser):
         """The segments of a terminated ``<tool_call>`` body holding one well-formed
         function, or ``None`` when it is anything else (then the general reader, which
         gives the same result for what this accepts, takes over)."""
-        head = _SIMPLE_FUNCTION.match(body)
+        found = self._simple_call(body)
+        if found is None:
+            return None
+        origin = offset - (len(raw) - len(body) - len(_CALL_END))
+        return [RawCall(found[0], found[1], raw, origin)]
+
+    def _parse_quick(self, text: str) -> ParseResult | None:
+        """Closed ``<tool_call>`` blocks that ``_simple_call`` reads, and no other markup
+        (``<function=``, ``<think>``) outside them: what the scanner and
+        ``_read_tool_call`` give without a ``Malformed`` (inside a block the scanner looks
+        for nothing but ``</tool_call>``, as here)."""
+        start = text.find(_CALL_START)
+        if start < 0 or self.think_prefilled:
+            return None
+        simple_call = self._simple_call
+        outside: list[str] = []
+        calls: list[QuickCall] = []
+        position = 0
+        while start >= 0:
+            if start != position:
+                gap = text[position:start]
+                if _FUNC_START in gap or _THINK_START in gap:
+                    return None
+                outside.append(gap)
+            at = start + len(_CALL_START)
+            end = text.find(_CALL_END, at)
+            if end < 0:
+                return None
+            found = simple_call(text, at, end)
+            if found is None:
+                return None
+            position = end + len(_CALL_END)
+            calls.append((found[0], found[1], text[start:position], None))
+            start = text.find(_CALL_START, position)
+        tail = text[position:]
+        if _FUNC_START in tail or _THINK_START in tail:
+            return None
+        outside.append(tail)
+        return quick_result("".join(outside), calls)
+
+    def _simple_call(
+        self, text: str, begin: int = 0, stop: int | None = None
+    ) -> tuple[str, dict[str, Any]] | None:
+        """``(name, arguments)`` of a ``<tool_call>`` body (``text[begin:stop]``) holding
+        one well-formed function (see ``_read_simple``), else ``None``."""
+        if stop is None:
+            stop = len(text)
+        head = _SIMPLE_FUNCTION.match(text, begin, stop)
         if head is None:
             return None
         name = head[1].strip()
         if not name:
             return None
         arguments: dict[str, Any] = {}
+        untyped = not self.schemas  # then _value is read_untyped
+        find = text.find
+        parameter = _SIMPLE_PARAMETER.match
         pos = head.end()
-        while (param := _SIMPLE_PARAMETER.match(body, pos)) is not None:
+        while (param := parameter(text, pos, stop)) is not None:
             value_at = param.end()
-            end = body.find(_PARAM_END, value_at)
+            end = find(_PARAM_END, value_at, stop)
             if end < 0:
                 return None
-            value = body[value_at:end]
             key = param[1].strip()
-            if not key or _PARAM_START in value or _FUNC_END in value:
+            if not key:
                 return None
-            arguments[key] = self._value(name, key, trim_newlines(value))
+            # trim_newlines(text[value_at:end]), without the intermediate copy.
+            last = end - 1 if end > value_at and text[end - 1] == "\n" else end
+            first = value_at + 1 if text.startswith("\n", value_at) else value_at
+            value = text[first:last]
+            # Both tags a value cannot hold contain "<": one search in the common case.
+            if "<" in value and (_PARAM_START in value or _FUNC_END in value):
+                return None
+            arguments[key] = read_untyped(value) if untyped else self._value(name, key, value)
             pos = end + len(_PARAM_END)
-        if _SIMPLE_END.match(body, pos) is None:
+        if _SIMPLE_END.match(text, pos, stop) is None:
             return None
-        origin = offset - (len(raw) - len(body) - len(_CALL_END))
-        return [RawCall(name, arguments, raw, origin)]
+        return name, arguments
 
     def _read_bare_function(
         self, body: str, raw: str, offset: int, terminated: bool

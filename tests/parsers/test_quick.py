@@ -1,0 +1,191 @@
+"""The quick reading of well-formed text (a format's ``_parse_quick``, see
+``hermes_parsers.quick``) gives the general path's answer for every text it accepts, in
+lenient and strict mode; and it does accept the well-formed text ``render`` writes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hermes_parsers import ParseError, ToolCall, ToolCallParser, get_parser, list_parsers
+from tests.parsers.strategies import ARGUMENTS, NAMES, TEXT
+
+#: The formats that read some texts quickly.
+QUICK = [
+    name
+    for name in list_parsers()
+    if type(get_parser(name))._parse_quick is not ToolCallParser._parse_quick
+]
+
+#: Pieces inserted into rendered text, besides the format's own vocabulary: spaces (ASCII,
+#: Unicode and JSON-foreign ones), JSON punctuation, escapes of surrogates, a lone
+#: surrogate, name-like and special-token-like text.
+NOISE = [
+    " ",
+    "\n",
+    "\u3000",
+    "\x0b",
+    "x",
+    "{",
+    "}",
+    '"',
+    ",",
+    ":",
+    "[",
+    "\\ud800",
+    "\\uDC00",
+    "\ud800",
+    "<｜",
+    "<",
+    ">",
+    "1e999",
+    '"a"',
+    "functions.",
+    ":0",
+]
+
+
+def _calls(data: st.DataObject, parser: ToolCallParser) -> list[ToolCall]:
+    names = data.draw(st.lists(NAMES, max_size=3))
+    return [
+        ToolCall.from_dict(
+            {
+                "id": f"functions.{name}:{i}" if parser.carries_ids else "",
+                "function": {"name": name, "arguments": data.draw(ARGUMENTS)},
+            }
+        )
+        for i, name in enumerate(names)
+    ]
+
+
+def _text(data: st.DataObject, name: str) -> str:
+    """A rendered turn (content and calls), then up to four random insertions and
+    deletions of markup, noise or spans."""
+    parser = get_parser(name)
+    content = data.draw(TEXT.map(str.strip) | st.none()) or None
+    calls = _calls(data, parser)
+    if content is not None and calls and not parser.content_with_calls:
+        content = None
+    try:
+        text = parser.render(content, calls)
+    except ValueError:
+        text = parser.render(None, calls) if calls else ""
+    pieces = [*parser.vocabulary, *parser.markers, *NOISE]
+    for _ in range(data.draw(st.integers(0, 4))):
+        # Anywhere, or at an end, or next to one of the format's markers.
+        at = data.draw(st.integers(0, len(text)) | st.sampled_from(_edges(parser, text)))
+        if data.draw(st.booleans()):
+            text = text[:at] + data.draw(st.sampled_from(pieces)) + text[at:]
+        else:
+            text = text[:at] + text[at + data.draw(st.integers(1, 8)) :]
+    return text
+
+
+def _edges(parser: ToolCallParser, text: str) -> list[int]:
+    """The ends of ``text`` and of every occurrence of the format's markers in it."""
+    edges = {0, len(text)}
+    for marker in (*parser.vocabulary, *parser.markers):
+        found = text.find(marker)
+        while found >= 0:
+            edges |= {found, found + len(marker)}
+            found = text.find(marker, found + 1)
+    return sorted(edges)
+
+
+def _general(parser: ToolCallParser, text: str) -> Any:
+    try:
+        return parser._parse_markup(text)
+    except ParseError:
+        return None
+
+
+@pytest.mark.parametrize("name", QUICK)
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_quick_reading_agrees_with_the_general_path(name: str, data: st.DataObject) -> None:
+    text = _text(data, name)
+    for strict in (False, True):
+        parser = get_parser(name, strict=strict)
+        quick = parser._parse_quick(text)
+        if quick is not None:
+            assert quick == _general(parser, text)
+            assert quick.reasoning is None
+            assert parser.parse(text) == quick
+
+
+def _check(name: str, text: str) -> bool:
+    """Assert that the quick reading of ``text``, if any, is the general path's; return
+    whether there was one."""
+    read = False
+    for strict in (False, True):
+        parser = get_parser(name, strict=strict)
+        quick = parser._parse_quick(text)
+        if quick is not None:
+            read = True
+            assert quick == _general(parser, text), text
+            assert quick.reasoning is None
+    return read
+
+
+@pytest.mark.parametrize("name", QUICK)
+def test_every_piece_at_every_edge(name: str) -> None:
+    """Every marker and noise piece inserted at every edge of a rendered turn (content and
+    two calls), every edge cut off, every span between two edges taken out."""
+    parser = get_parser(name)
+    arguments = {"a": "x y", "b": [1, {"c": None}]}
+    calls = [
+        ToolCall.from_dict(
+            {"id": f"functions.f{i}:{i}", "function": {"name": f"f{i}", "arguments": arguments}}
+        )
+        for i in range(2)
+    ]
+    text = parser.render("Some text." if parser.content_with_calls else None, calls)
+    assert _check(name, text)
+    # Escapes of surrogates inside an argument's string (JSON formats) or value text.
+    for escape in ("\\ud800", "a\\uDC00", "\\ud83d\\ude00", '"\\ud800"', "\ud800"):
+        _check(name, text.replace("x y", escape))
+    edges = _edges(parser, text)
+    pieces = [*parser.vocabulary, *parser.markers, *NOISE]
+    for at in edges:
+        for piece in pieces:
+            _check(name, text[:at] + piece + text[at:])
+        _check(name, text[:at])
+        _check(name, text[at:])
+        for end in edges:
+            if end > at:
+                _check(name, text[:at] + text[end:])
+
+
+@pytest.mark.parametrize("name", QUICK)
+def test_quick_reading_takes_rendered_calls(name: str) -> None:
+    parser = get_parser(name)
+    arguments = {"command": "ls -l | head", "options": {"n": [1, 2.5, None, True]}, "s": "é"}
+    calls = [
+        ToolCall.from_dict(
+            {
+                "id": f"functions.run_{i}:{i}",
+                "function": {"name": f"run_{i}", "arguments": arguments},
+            }
+        )
+        for i in range(3)
+    ]
+    content = "Let me look." if parser.content_with_calls else None
+    for count in (1, 3):
+        text = parser.render(content, calls[:count])
+        quick = parser._parse_quick(text)
+        assert quick is not None, text
+        assert quick == parser._parse_markup(text)
+        assert [json.loads(c.function.arguments) for c in quick.tool_calls or ()] == [
+            arguments
+        ] * count
+
+
+@pytest.mark.parametrize("name", QUICK)
+def test_no_quick_reading_when_the_text_starts_in_reasoning(name: str) -> None:
+    parser = get_parser(name, think_prefilled=True)
+    text = get_parser(name).render(None, [ToolCall.from_dict({"function": {"name": "f"}})])
+    assert parser._parse_quick(text) is None
