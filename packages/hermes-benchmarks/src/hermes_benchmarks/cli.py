@@ -282,18 +282,13 @@ def _command_help(suite: str, command: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``hermes-bench``; the exit status (0 also when stdout's reader went away, as
     ``hermes-bench ... | head`` does)."""
-    from hermes_envs import quiet_libraries  # a light import: --help stays fast
+    from hermes_envs import quiet_libraries, reader_gone  # a light import: --help stays fast
 
     try:
         with quiet_libraries():  # no transformers banner when a command imports Atropos
             return _main(list(sys.argv[1:] if argv is None else argv))
     except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        try:
-            os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush goes nowhere
-        finally:
-            os.close(devnull)
-        return 0
+        return reader_gone()
 
 
 def _main(args: list[str]) -> int:

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Final
 
-from hermes_envs import write_whole
+from hermes_envs import cut_strings, write_whole
 
 __all__ = [
     "RECORD_CAP",
@@ -103,7 +103,7 @@ class TrialRecord:
         """
         limit = _STRING_CAP
         while True:
-            text = self.redact(json.dumps(_cut(value, limit), ensure_ascii=False, indent=1))
+            text = self.redact(json.dumps(cut_strings(value, limit), ensure_ascii=False, indent=1))
             data = text.encode("utf-8", errors="backslashreplace")
             if len(data) <= self.cap or limit <= 256:
                 return self._write(name, data)
@@ -153,16 +153,3 @@ def recording(record: TrialRecord | None) -> Iterator[None]:
         yield
     finally:
         _CURRENT.reset(token)
-
-
-def _cut(value: Any, limit: int) -> Any:
-    if isinstance(value, str):
-        if len(value) <= limit:
-            return value
-        half = limit // 2
-        return f"{value[:half]}\n[... {len(value) - 2 * half} characters cut ...]\n{value[-half:]}"
-    if isinstance(value, list | tuple):
-        return [_cut(item, limit) for item in value]
-    if isinstance(value, dict):
-        return {str(key): _cut(item, limit) for key, item in value.items()}
-    return value

@@ -59,9 +59,10 @@ if TYPE_CHECKING:
     from hermes_envs.envs.terminal_test import TerminalTestEnv, terminal_test_oracle
     from hermes_envs.eval_env import HermesAgentEvalEnv
     from hermes_envs.files import write_whole
-    from hermes_envs.launcher import quiet_libraries
+    from hermes_envs.launcher import quiet_libraries, reader_gone
     from hermes_envs.options_help import describe_options
     from hermes_envs.preflight import check_limits, check_model_endpoint, check_writable
+    from hermes_envs.record_files import cut_strings
     from hermes_envs.rollout import RolloutOutcome
     from hermes_envs.toolsets import AGENT_TOOLSETS
 
@@ -96,6 +97,7 @@ __all__ = [
     "check_model_endpoint",
     "check_value",
     "check_writable",
+    "cut_strings",
     "describe_options",
     "eval_only_settings",
     "flag_section",
@@ -107,6 +109,7 @@ __all__ = [
     "quiet_libraries",
     "read_config_file",
     "read_yaml",
+    "reader_gone",
     "resolve_config",
     "run_agent",
     "run_cli",
@@ -119,6 +122,8 @@ __all__ = [
 
 #: Names imported on first access, and the module that holds each.
 _LAZY = {
+    "reader_gone": "hermes_envs.launcher",
+    "cut_strings": "hermes_envs.record_files",
     "one_line": "hermes_envs.config_layers",
     "flag_section": "hermes_envs.config_layers",
     "read_config_file": "hermes_envs.config_layers",

@@ -24,7 +24,15 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["SUBCOMMANDS", "LaunchError", "environment_class", "main", "quiet_libraries", "run_main"]
+__all__ = [
+    "SUBCOMMANDS",
+    "LaunchError",
+    "environment_class",
+    "main",
+    "quiet_libraries",
+    "reader_gone",
+    "run_main",
+]
 
 USAGE = (
     "usage: hermes-envs run MODULE[:Class] {serve,process,evaluate} [--config FILE.yaml] "
@@ -153,12 +161,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _main(list(sys.argv[1:] if argv is None else argv))
     except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        try:
-            os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush goes nowhere
-        finally:
-            os.close(devnull)
-        return 0
+        return reader_gone()
+
+
+def reader_gone() -> int:
+    """After a ``BrokenPipeError`` on stdout (its reader went away, as ``... | head``
+    does): point stdout at ``/dev/null`` so the interpreter's last flush goes nowhere, and
+    return 0, the exit status of a command whose output was simply not all read."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
+    return 0
 
 
 def _main(args: list[str]) -> int:
