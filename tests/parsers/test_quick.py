@@ -5,6 +5,7 @@ lenient and strict mode; and it does accept the well-formed text ``render`` writ
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hermes_parsers import ParseError, ToolCall, ToolCallParser, get_parser, list_parsers
+from hermes_parsers.arguments import decode_json_prefix, object_prefix
 from tests.parsers.strategies import ARGUMENTS, NAMES, TEXT
 
 #: The formats that read some texts quickly.
@@ -189,3 +191,47 @@ def test_no_quick_reading_when_the_text_starts_in_reasoning(name: str) -> None:
     parser = get_parser(name, think_prefilled=True)
     text = get_parser(name).render(None, [ToolCall.from_dict({"function": {"name": "f"}})])
     assert parser._parse_quick(text) is None
+
+
+#: Strings for the JSON values below: plain, non-ASCII, astral (written as a pair of
+#: surrogate escapes when the text is ASCII), and lone surrogates.
+_STRINGS = st.text(
+    alphabet=st.sampled_from(["a", " ", "\n", '"', "\\", "é", "\U0001f600", "\ud800", "\udc00"]),
+    max_size=6,
+)
+_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | _STRINGS,
+    lambda inner: st.lists(inner, max_size=40) | st.dictionaries(_STRINGS, inner, max_size=40),
+    max_leaves=80,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=st.dictionaries(_STRINGS, _VALUES, max_size=40), ascii_only=st.booleans())
+def test_object_prefix_agrees_with_decode_json_prefix(
+    value: dict[str, Any], ascii_only: bool
+) -> None:
+    """``object_prefix`` (a bounded walk of the decoded value for lone surrogates, a search
+    of the text for their escapes past the bound) answers as ``decode_json_prefix`` does,
+    or ``None``; it answers whenever the text holds no surrogate, escaped or not."""
+    text = json.dumps(value, ensure_ascii=ascii_only) + " tail"
+    try:
+        slow: Any = decode_json_prefix(text, 0)
+    except ValueError:
+        slow = None
+    fast = object_prefix(text, 0, len(text))
+    if fast is not None:
+        assert slow is not None
+        assert fast == slow
+    surrogate_escape = re.search(r"\\u[dD][89a-fA-F]", text) is not None
+    lone_surrogate = re.search("[\ud800-\udfff]", text) is not None
+    if slow is not None and not surrogate_escape and not lone_surrogate:
+        assert fast == slow
+
+
+def test_object_prefix_reads_a_small_object_with_a_surrogate_pair() -> None:
+    """A small object whose astral character is written as two escapes is read quickly;
+    one holding a lone surrogate's escape is left to the general path."""
+    assert object_prefix('{"a": "\\ud83d\\ude00"}', 0, 21) == ({"a": "\U0001f600"}, 21)
+    assert object_prefix('{"a": "\\ud83d"}', 0, 15) is None
+    assert object_prefix('{"\\ud83d": 1}', 0, 13) is None

@@ -173,9 +173,10 @@ def object_at(text: str, start: int, stop: int) -> dict[str, Any] | None:
 def object_prefix(text: str, start: int, stop: int) -> tuple[dict[str, Any], int] | None:
     """The JSON object that begins exactly at ``text[start]`` and ends at or before
     ``stop``, and the index just past it: what ``decode_json_prefix(text, start)`` gives
-    when that is an object ending there and holding no ``\\u`` escape of a surrogate;
-    ``None`` for anything else, which the caller's general path then judges. Never
-    raises."""
+    when that is an object ending there whose decoded strings hold no lone surrogate
+    (and, for an object of many parts, whose text holds no ``\\u`` escape of a
+    surrogate); ``None`` for anything else, which the caller's general path then judges.
+    Never raises."""
     if not text.startswith("{", start):
         return None
     try:
@@ -184,9 +185,42 @@ def object_prefix(text: str, start: int, stop: int) -> tuple[dict[str, Any], int
         return None
     if end > stop or type(value) is not dict:
         return None
-    if _SURROGATE_ESCAPE.search(text, start, end) is not None:
+    if _may_hold_lone_surrogate(value, text, start, end):
         return None
     return value, end
+
+
+#: How many decoded strings and containers ``_may_hold_lone_surrogate`` looks at before it
+#: falls back to searching the text for escapes of surrogates.
+_WALK_BUDGET = 32
+
+
+def _may_hold_lone_surrogate(value: dict[str, Any], text: str, start: int, end: int) -> bool:
+    """``False`` when ``value`` (decoded from ``text[start:end]``) certainly holds no lone
+    surrogate: every string in it is ASCII (``str.isascii`` costs nothing) or free of
+    surrogates. A value with more than ``_WALK_BUDGET`` parts is answered instead by
+    searching the text for a ``\\u`` escape of a surrogate (``True`` if there is one,
+    which the caller's general path then judges), so a small value costs a few steps and
+    a large one a single C search, never both."""
+    stack: list[Any] = [value]
+    budget = _WALK_BUDGET
+    while stack:
+        budget -= 1
+        if budget < 0:
+            return _SURROGATE_ESCAPE.search(text, start, end) is not None
+        item = stack.pop()
+        kind = type(item)
+        if kind is str:
+            if not item.isascii() and _SURROGATE.search(item):
+                return True
+        elif kind is dict:
+            for key in item:
+                if not key.isascii() and _SURROGATE.search(key):
+                    return True
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+    return False
 
 
 def decode_arguments(arguments: Any) -> dict[str, Any]:

@@ -81,7 +81,7 @@ from hermes_parsers.errors import RenderError
 from hermes_parsers.formats._json_calls import escape_markers
 from hermes_parsers.formats._python_literal import python_literal
 from hermes_parsers.formats._xml_params import same_json
-from hermes_parsers.quick import QuickCall, quick_result
+from hermes_parsers.quick import quick_call, quick_calls_result
 from hermes_parsers.result import ParseResult
 from hermes_parsers.scanner import Region
 from hermes_parsers.schema import coerce_value
@@ -110,7 +110,12 @@ _NOT_IN_VALUE = (_KEY, _VALUE, _VALUE_END, _END)
 _BAD_NAME_CHAR = re.compile(r"[\s<>{}\"']")
 #: A well-formed key/value opening: whitespace or literal ``\\n``s, a key without tags,
 #: whitespace or literal ``\\n``s, then ``<arg_value>`` (anything else: the general reader).
-_PAIR = re.compile(r"(?:\s|\\n)*<arg_key>([^<]*)</arg_key>(?:\s|\\n)*<arg_value>")
+#: Then the value, up to the first ``</arg_value>`` and holding neither ``<arg_key>`` nor
+#: ``<arg_value>``, and that closing tag.
+_PAIR = re.compile(
+    r"(?:\s|\\n)*<arg_key>([^<]*)</arg_key>(?:\s|\\n)*<arg_value>"
+    r"([^<]*+(?:<(?!/arg_value>|arg_key>|arg_value>)[^<]*+)*+)</arg_value>"
+)
 
 
 def _is_gap(text: str) -> bool:
@@ -190,7 +195,7 @@ class _GlmParser(ToolCallParser):
             return None
         read_body = self._read_body
         outside: list[str] = []
-        calls: list[QuickCall] = []
+        calls: list[ToolCall] = []
         position = 0
         while start >= 0:
             if start != position:
@@ -208,13 +213,18 @@ class _GlmParser(ToolCallParser):
             if isinstance(read, str):
                 return None
             position = end + len(_END)
-            calls.append((read[0], read[1], text[start:position], None))
+            # quick_result's call, built in place (_read_body strips the name and
+            # refuses an empty one).
+            call = quick_call(len(calls), read[0], read[1], text[start:position])
+            if call is None:
+                return None
+            calls.append(call)
             start = text.find(_START, position)
         tail = text[position:]
         if _THINK in tail:
             return None
         outside.append(tail)
-        return quick_result("".join(outside), calls)
+        return quick_calls_result("".join(outside), calls)
 
     def _read_call(self, body: str, raw: str, offset: int, terminated: bool) -> list[Segment]:
         at = offset - (len(raw) - len(body) - (len(_END) if terminated else 0))
@@ -241,20 +251,16 @@ class _GlmParser(ToolCallParser):
             # The common, well-formed pair in one match: gap, key, gap, <arg_value>.
             pair = _PAIR.match(body, pos)
             if pair is not None:
-                value_start = pair.end()
-                value_end = body.find(_VALUE_END, value_start)
-                value = body[value_start:value_end]
                 key = pair[1].strip()
-                # Both tags a value cannot hold start with "<arg_": one search for both.
-                if (
-                    value_end >= 0
-                    and key
-                    and ("<arg_" not in value or (_KEY not in value and _VALUE not in value))
-                ):
-                    arguments[key] = (
-                        read_untyped(value) if untyped else self._convert(name, key, value)
-                    )
-                    pos = value_end + len(_VALUE_END)
+                if key:
+                    value = pair[2]
+                    if not untyped:
+                        arguments[key] = self._convert(name, key, value)
+                    elif (lead := value[:1]) not in _LITERAL_STARTS and not lead.isspace():
+                        arguments[key] = value  # prose, as read_untyped returns it
+                    else:
+                        arguments[key] = read_untyped(value)
+                    pos = pair.end()
                     continue
             key_at = body.find(_KEY, pos)
             gap = body[pos:] if key_at < 0 else body[pos:key_at]

@@ -70,6 +70,7 @@ from hermes_parsers.base import ToolCallParser
 from hermes_parsers.errors import RenderError
 from hermes_parsers.formats._json_calls import read_json_object_body
 from hermes_parsers.formats._xml_params import (
+    _UNTYPED_STARTS,
     MarkerFinder,
     read_untyped,
     read_value,
@@ -78,7 +79,7 @@ from hermes_parsers.formats._xml_params import (
     template_text,
     trim_newlines,
 )
-from hermes_parsers.quick import QuickCall, quick_result
+from hermes_parsers.quick import quick_call, quick_calls_result
 from hermes_parsers.result import ParseResult
 from hermes_parsers.scanner import Region
 from hermes_parsers.segments import Content, Malformed, RawCall, Segment
@@ -105,7 +106,13 @@ _FORBIDDEN = (_PARAM_END, _PARAM_START, _FUNC_END, _CALL_END)
 # every value closed by its own </parameter>. Python's ``\s`` is ``str.isspace``, as
 # ``skip_space`` uses.
 _SIMPLE_FUNCTION = re.compile(r"\s*<function=([^<>\n]*)>")
-_SIMPLE_PARAMETER = re.compile(r"\s*<parameter=([^<>\n]*)>")
+# A whole parameter, its value running to the first </parameter> and holding neither
+# <parameter= nor </function> (a value that does is not simple); the value's leading
+# newline is not in the group.
+_SIMPLE_PARAMETER = re.compile(
+    r"\s*<parameter=([^<>\n]*)>\n?"
+    r"([^<]*+(?:<(?!/parameter>|parameter=|/function>)[^<]*+)*+)</parameter>"
+)
 _SIMPLE_END = re.compile(r"\s*</function>\s*\Z")
 
 
@@ -191,7 +198,7 @@ class Qwen3CoderParser(ToolCallParser):
             return None
         simple_call = self._simple_call
         outside: list[str] = []
-        calls: list[QuickCall] = []
+        calls: list[ToolCall] = []
         position = 0
         while start >= 0:
             if start != position:
@@ -207,13 +214,17 @@ class Qwen3CoderParser(ToolCallParser):
             if found is None:
                 return None
             position = end + len(_CALL_END)
-            calls.append((found[0], found[1], text[start:position], None))
+            # quick_result's call, built in place (the name is stripped and not empty).
+            call = quick_call(len(calls), found[0], found[1], text[start:position])
+            if call is None:
+                return None
+            calls.append(call)
             start = text.find(_CALL_START, position)
         tail = text[position:]
         if _FUNC_START in tail or _THINK_START in tail:
             return None
         outside.append(tail)
-        return quick_result("".join(outside), calls)
+        return quick_calls_result("".join(outside), calls)
 
     def _simple_call(
         self, text: str, begin: int = 0, stop: int | None = None
@@ -230,26 +241,23 @@ class Qwen3CoderParser(ToolCallParser):
             return None
         arguments: dict[str, Any] = {}
         untyped = not self.schemas  # then _value is read_untyped
-        find = text.find
         parameter = _SIMPLE_PARAMETER.match
         pos = head.end()
         while (param := parameter(text, pos, stop)) is not None:
-            value_at = param.end()
-            end = find(_PARAM_END, value_at, stop)
-            if end < 0:
-                return None
             key = param[1].strip()
             if not key:
                 return None
-            # trim_newlines(text[value_at:end]), without the intermediate copy.
-            last = end - 1 if end > value_at and text[end - 1] == "\n" else end
-            first = value_at + 1 if text.startswith("\n", value_at) else value_at
-            value = text[first:last]
-            # Both tags a value cannot hold contain "<": one search in the common case.
-            if "<" in value and (_PARAM_START in value or _FUNC_END in value):
-                return None
-            arguments[key] = read_untyped(value) if untyped else self._value(name, key, value)
-            pos = end + len(_PARAM_END)
+            # trim_newlines of the value: the pattern took the leading newline.
+            value = param[2]
+            if value[-1:] == "\n":
+                value = value[:-1]
+            if not untyped:
+                arguments[key] = self._value(name, key, value)
+            elif (first := value[:1]) not in _UNTYPED_STARTS and first.strip():
+                arguments[key] = value  # prose, as read_untyped returns it
+            else:
+                arguments[key] = read_untyped(value)
+            pos = param.end()
         if _SIMPLE_END.match(text, pos, stop) is None:
             return None
         return name, arguments
