@@ -94,6 +94,7 @@ def test_process_writes_every_group_line_by_line(tmp_path: Path, oracle_url: str
             assert messages[-1] == {"role": "assistant", "content": messages[-1]["content"]}
             assert messages[-1]["content"].startswith("Created ")
     assert out.with_suffix(".html").exists()  # Atropos' viewer
+    assert "Successfully generated HTML file" not in done.stdout  # without Atropos' print
 
 
 def test_evaluate_writes_metrics_and_samples(tmp_path: Path, oracle_url: str) -> None:
