@@ -136,6 +136,32 @@ def test_an_unreachable_hub_fails_at_once_naming_offline_mode(tmp_path: Path) ->
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
+def test_an_unreachable_hub_for_a_dataset_fails_at_once_naming_offline_mode(
+    tmp_path: Path,
+) -> None:
+    # The same hub check as the tokenizer's, for a dataset an environment loads at setup.
+    hub = f"http://127.0.0.1:{_refusing_port()}"
+    done = _hermes_envs(
+        tmp_path,
+        "run",
+        "hermes_envs.envs.swe",
+        "evaluate",
+        "--env.dataset_name",
+        "some-org/some-dataset",
+        "--env.tokenizer_name",
+        "none",
+        "--openai.base_url",
+        f"http://127.0.0.1:{_refusing_port()}/v1",
+        env={"HF_ENDPOINT": hub, "HF_HUB_OFFLINE": "0"},
+    )
+    error = _one_error(done)
+    assert f"cannot reach the Hugging Face hub at {hub} for the dataset" in error
+    assert "'some-org/some-dataset'" in error
+    assert "set HF_HUB_OFFLINE=1 to use the local cache" in error
+    assert "set --env.dataset_name to a local JSONL/parquet file" in error
+    assert "retry" not in done.stderr.lower()
+
+
 def test_evaluate_into_a_folder_it_cannot_make_stops_naming_the_option(
     tmp_path: Path, oracle_url: str
 ) -> None:
