@@ -105,6 +105,20 @@ def test_an_endpoint_that_does_not_answer_stops_before_any_rollout(tmp_path: Pat
     assert not (tmp_path / "groups.jsonl").exists() or not (tmp_path / "groups.jsonl").read_text()
 
 
+@pytest.mark.parametrize("command", ["evaluate", "process"])
+def test_a_failed_check_is_the_only_line_no_progress_bar_above_it(
+    tmp_path: Path, command: str
+) -> None:
+    url = f"http://127.0.0.1:{_refusing_port()}/v1"
+    args = _process(tmp_path, "--openai.base_url", url)
+    if command == "evaluate":
+        args = ["run", ENV, "evaluate", "--openai.base_url", url]
+    done = _hermes_envs(tmp_path, *args)
+    error = _one_error(done)
+    assert f"the model endpoint {url} does not answer" in error
+    assert done.stderr.strip().splitlines() == [error]  # the bar shows once checks pass
+
+
 def test_a_model_the_endpoint_does_not_serve_is_named_with_the_served_ones(
     tmp_path: Path, oracle_url: str
 ) -> None:

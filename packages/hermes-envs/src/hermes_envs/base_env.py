@@ -557,6 +557,7 @@ class HermesAgentBaseEnv(HermesAgentEvalEnv[ItemT]):
         target = int(getattr(self, "n_groups_to_process", None) or self.config.total_steps)
         if self.group_log is not None:
             self.stats.groups_done = self.group_log.done
+        self.reporter.update(self.stats)  # the checks passed: the progress display appears
 
         async def after_write() -> None:
             if self.config.use_wandb:
