@@ -47,7 +47,7 @@ def test_no_arguments_is_the_usage_line_on_stderr() -> None:
         ),
         (
             ["tblite", "evaluate", "--env.dataset_name", "hermes-bench-tests/no-such-dataset"],
-            "the Hugging Face hub did not serve it",
+            "cannot reach the Hugging Face hub",
         ),
         (
             ["tblite", "evaluate", "--env.dataset_name", "null"],

@@ -121,3 +121,19 @@ def test_no_transformers_banner_on_a_command_that_imports_atropos() -> None:
     assert done.returncode == 0, done.stderr
     assert "--env.presets" in done.stdout
     assert "None of PyTorch" not in done.stderr
+
+
+@pytest.mark.parametrize("args", [["--help"], ["evaluate", "--help"], ["check", "-h"]])
+def test_yc_bench_help_lists_its_own_commands_and_options(args: list[str]) -> None:
+    # yc-bench has evaluate and check only (not hermes-envs' serve and process).
+    done = run_bench("yc-bench", *args)
+    assert done.returncode == 0, done.stderr
+    first = done.stdout.splitlines()[0]
+    assert first.startswith("usage: hermes-bench yc-bench {evaluate|check} "), first
+    commands = done.stdout.split("env options")[0]
+    assert "  evaluate  " in commands
+    assert "  check  " in commands
+    assert "serve" not in commands
+    assert "process" not in commands
+    assert "--env.presets" in done.stdout
+    assert "--openai.model_name" in done.stdout

@@ -165,7 +165,7 @@ def test_a_cache_that_cannot_be_written_names_the_option(tmp_path: Path) -> None
     ("name", "says"),
     [
         ("/nonexistent/rows.parquet", "no such file or folder"),
-        ("hermes-bench-tests/no-such-dataset", "the Hugging Face hub did not serve it"),
+        ("hermes-bench-tests/no-such-dataset", "cannot reach the Hugging Face hub"),
     ],
 )
 def test_a_dataset_that_cannot_be_loaded_names_both_options(name: str, says: str) -> None:

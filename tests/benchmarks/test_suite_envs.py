@@ -110,7 +110,7 @@ def test_the_env_config_is_the_suites_default_yaml_and_takes_the_same_options() 
         (["--env.dataset_name", "/nonexistent/rows.parquet"], "no such file or folder; set"),
         (
             ["--env.dataset_name", "hermes-bench-tests/no-such-dataset"],
-            "the Hugging Face hub did not serve it",
+            "cannot reach the Hugging Face hub",
         ),
         (["--env.tasks_dir", "/nonexistent"], "tasks_dir /nonexistent does not exist"),
         (

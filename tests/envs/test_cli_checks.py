@@ -105,6 +105,20 @@ def test_an_endpoint_that_does_not_answer_stops_before_any_rollout(tmp_path: Pat
     assert not (tmp_path / "groups.jsonl").exists() or not (tmp_path / "groups.jsonl").read_text()
 
 
+@pytest.mark.parametrize("command", ["evaluate", "process"])
+def test_a_failed_check_is_the_only_line_no_progress_bar_above_it(
+    tmp_path: Path, command: str
+) -> None:
+    url = f"http://127.0.0.1:{_refusing_port()}/v1"
+    args = _process(tmp_path, "--openai.base_url", url)
+    if command == "evaluate":
+        args = ["run", ENV, "evaluate", "--openai.base_url", url]
+    done = _hermes_envs(tmp_path, *args)
+    error = _one_error(done)
+    assert f"the model endpoint {url} does not answer" in error
+    assert done.stderr.strip().splitlines() == [error]  # the bar shows once checks pass
+
+
 def test_a_model_the_endpoint_does_not_serve_is_named_with_the_served_ones(
     tmp_path: Path, oracle_url: str
 ) -> None:
@@ -134,6 +148,32 @@ def test_an_unreachable_hub_fails_at_once_naming_offline_mode(tmp_path: Path) ->
     assert "--env.tokenizer_name" in error
     assert "retry" not in done.stderr.lower()
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_an_unreachable_hub_for_a_dataset_fails_at_once_naming_offline_mode(
+    tmp_path: Path,
+) -> None:
+    # The same hub check as the tokenizer's, for a dataset an environment loads at setup.
+    hub = f"http://127.0.0.1:{_refusing_port()}"
+    done = _hermes_envs(
+        tmp_path,
+        "run",
+        "hermes_envs.envs.swe",
+        "evaluate",
+        "--env.dataset_name",
+        "some-org/some-dataset",
+        "--env.tokenizer_name",
+        "none",
+        "--openai.base_url",
+        f"http://127.0.0.1:{_refusing_port()}/v1",
+        env={"HF_ENDPOINT": hub, "HF_HUB_OFFLINE": "0"},
+    )
+    error = _one_error(done)
+    assert f"cannot reach the Hugging Face hub at {hub} for the dataset" in error
+    assert "'some-org/some-dataset'" in error
+    assert "set HF_HUB_OFFLINE=1 to use the local cache" in error
+    assert "set --env.dataset_name to a local JSONL/parquet file" in error
+    assert "retry" not in done.stderr.lower()
 
 
 def test_evaluate_into_a_folder_it_cannot_make_stops_naming_the_option(

@@ -94,6 +94,8 @@ def test_process_writes_every_group_line_by_line(tmp_path: Path, oracle_url: str
             assert messages[-1] == {"role": "assistant", "content": messages[-1]["content"]}
             assert messages[-1]["content"].startswith("Created ")
     assert out.with_suffix(".html").exists()  # Atropos' viewer
+    assert "Successfully generated HTML file" not in done.stdout  # without Atropos' print
+    assert any(line.startswith("groups ") for line in done.stderr.splitlines())  # the bar
 
 
 def test_evaluate_writes_metrics_and_samples(tmp_path: Path, oracle_url: str) -> None:
@@ -108,6 +110,9 @@ def test_evaluate_writes_metrics_and_samples(tmp_path: Path, oracle_url: str) ->
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"results in {where}" in done.stdout
+    bar = [line for line in done.stderr.splitlines() if line.startswith("items ")]
+    assert bar, done.stderr[-2000:]  # the progress bar, drawn once the checks passed
+    assert f"{len(TASKS)}/?" in bar[-1]
     metrics = json.loads((where / "metrics.json").read_text())
     results = metrics["results"]["all"]
     assert results == {

@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import jsonlines
+import pytest
+from atroposlib.frontend.jsonl2html import generate_html
 
 from hermes_envs import TerminalTestEnv, terminal_test_oracle
 from hermes_envs.envs.terminal_test import TASKS
@@ -36,6 +38,21 @@ async def test_groups_are_written_while_scoring_runs_beside_rollouts(tmp_path: P
     assert out.with_suffix(".html").exists()
     assert env.rollouts_for_wandb == []  # nothing decoded for wandb when it is off
     assert env.max_token_len == env.config.max_token_length
+
+
+async def test_the_viewer_page_is_atropos_own_and_written_without_a_print(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, out = await _process(tmp_path)
+    ours = out.with_suffix(".html").read_text(encoding="utf-8")
+    printed = capsys.readouterr()
+    assert "Successfully generated HTML file" not in printed.out + printed.err
+    # The page is the one Atropos' generate_html writes from the same group file.
+    theirs = tmp_path / "atropos" / out.with_suffix(".html").name
+    generate_html(str(out), str(theirs))
+    assert "Successfully generated HTML file" in capsys.readouterr().out  # what we avoid
+    assert ours == theirs.read_text(encoding="utf-8")
+    assert ours.count("<summary>Group ") == len(TASKS)
 
 
 async def test_the_viewer_page_can_be_left_out(tmp_path: Path) -> None:

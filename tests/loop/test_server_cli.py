@@ -118,7 +118,9 @@ def test_help_lists_the_schema_and_the_signals() -> None:
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     assert done.stdout.startswith(f"usage: {PROG}")
-    assert "SIGINT and SIGTERM shut the server down cleanly (exit status 0)" in done.stdout
+    assert (
+        "SIGINT and SIGTERM shut the server down cleanly (exit status 130 and 143)" in done.stdout
+    )
 
 
 # Stopping ----------------------------------------------------------------------------
@@ -137,7 +139,8 @@ def port_is_free(port: int) -> bool:
     return True
 
 
-async def test_sigterm_stops_a_serving_server_cleanly(tmp_path: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+async def test_a_signal_stops_a_serving_server_cleanly(tmp_path: Path, signum: int) -> None:
     path = tmp_path / "hang.json"
     path.write_text(json.dumps(["one", {"content": "never", "fault": {"hang": True}}]), "utf-8")
     process = await asyncio.create_subprocess_exec(
@@ -162,7 +165,7 @@ async def test_sigterm_stops_a_serving_server_cleanly(tmp_path: Path) -> None:
                 assert response.status == 200
             pending = asyncio.ensure_future(http.post(url, json=hung))
             await asyncio.sleep(0.2)  # the hung request is in flight (if not, it is refused)
-            process.send_signal(signal.SIGTERM)
+            process.send_signal(signum)
             _, stderr = await asyncio.wait_for(process.communicate(), timeout=30)
             with pytest.raises(aiohttp.ClientError):
                 (await pending).raise_for_status()
@@ -170,7 +173,7 @@ async def test_sigterm_stops_a_serving_server_cleanly(tmp_path: Path) -> None:
         if process.returncode is None:
             process.kill()
             await process.wait()
-    assert process.returncode == 0
+    assert process.returncode == 128 + signum  # the signal policy: 130 SIGINT, 143 SIGTERM
     assert stderr == b""
     assert port_is_free(port)
 
@@ -210,7 +213,7 @@ def test_a_signal_while_starting_stops_it_as_cleanly(fifo: Path, signum: int) ->
             process.kill()
             process.wait()
         writer.join(timeout=30)
-    assert process.returncode == 0, stderr
+    assert process.returncode == 128 + signum, stderr  # 130 after SIGINT, 143 after SIGTERM
     assert (stdout, stderr) == ("", "")
 
 

@@ -38,7 +38,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar
 
 from atroposlib.envs.base import ScoredDataGroup
-from atroposlib.frontend.jsonl2html import generate_html
 
 from hermes_envs.config import AGENT_TOOLSETS, HermesAgentEnvConfig
 from hermes_envs.endpoint_limits import TimeoutStreak, request_timeout
@@ -533,7 +532,10 @@ class HermesAgentBaseEnv(HermesAgentEvalEnv[ItemT]):
             await self.close()
         path = self.config.data_path_to_save_groups
         if path is not None and self.stats.groups_done and self.config.write_viewer_html:
-            generate_html(path)  # Atropos' viewer page, <same name>.html
+            # Atropos' viewer page, <same name>.html, without generate_html's print.
+            from hermes_envs._atropos_page import write_atropos_page
+
+            await asyncio.to_thread(write_atropos_page, path)
 
     async def _process_groups(self) -> None:
         """The body of ``process_manager``, run with the env's ``run_scope`` bound."""
@@ -555,6 +557,7 @@ class HermesAgentBaseEnv(HermesAgentEvalEnv[ItemT]):
         target = int(getattr(self, "n_groups_to_process", None) or self.config.total_steps)
         if self.group_log is not None:
             self.stats.groups_done = self.group_log.done
+        self.reporter.update(self.stats)  # the checks passed: the progress display appears
 
         async def after_write() -> None:
             if self.config.use_wandb:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hermes_envs.errors import DatasetLoadError
+from hermes_envs.errors import DatasetLoadError, EnvSetupError
 
 __all__ = ["DEFAULT_HINT", "FILE_FORMATS", "load_items"]
 
@@ -22,8 +22,8 @@ FILE_FORMATS = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv"
 
 #: What to do when the dataset cannot be loaded (the default ``hint`` of :func:`load_items`).
 DEFAULT_HINT = (
-    "set --env.dataset_name to a local JSONL/parquet file or a reachable Hugging Face hub "
-    "name (and --env.dataset_split / --env.dataset_config to match)"
+    "set --env.dataset_name to a local JSONL/parquet file or dataset folder, or a reachable "
+    "Hugging Face hub name (and --env.dataset_split / --env.dataset_config to match)"
 )
 
 
@@ -33,20 +33,16 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _probe_hub(name: str, hint: str) -> None:
-    """Fail fast, in one line, when the hub does not serve ``name`` (``datasets`` itself
-    retries an unreachable hub for half a minute, logging each retry). Skipped in offline
-    mode (``HF_HUB_OFFLINE=1``), where ``datasets`` reads its local cache."""
-    from huggingface_hub import HfApi, constants
+    """Fail fast, in one line, when the hub does not answer for ``name`` (``datasets``
+    itself retries an unreachable hub for half a minute, logging each retry): the hub
+    check of ``hermes_envs.preflight`` (skipped in offline mode, ``HF_HUB_OFFLINE=1``,
+    where ``datasets`` reads its local cache), its message ending with ``hint``."""
+    from hermes_envs.preflight import check_hub
 
-    if constants.HF_HUB_OFFLINE:
-        return
     try:
-        HfApi().dataset_info(name, timeout=20)
-    except Exception as exc:  # the hub client raises many kinds (network, HTTP, name)
-        raise DatasetLoadError(
-            f"cannot load dataset {name!r}: the Hugging Face hub did not serve it "
-            f"({_first_line(exc)}); {hint}"
-        ) from None
+        check_hub(name, "the dataset", "--env.dataset_name", repo_type="dataset", instead=hint)
+    except EnvSetupError as exc:
+        raise DatasetLoadError(str(exc)) from None
 
 
 def load_items(

@@ -272,13 +272,16 @@ class HermesAgentEvalEnv(BaseEnv, Generic[ItemT]):  # type: ignore[misc]  # atro
         return contextlib.nullcontext()
 
     async def run_evaluate(self) -> None:
-        """``evaluate``: ``setup()`` then ``evaluate()``, then everything closed."""
+        """``evaluate``: the checks and ``setup()``, then (the progress display told once,
+        so that it appears only after the checks passed) ``evaluate()``, then everything
+        closed."""
         try:
             with self._run_scope():
                 await self._preflight()
                 await self.setup()
                 await check_endpoints(self.server_configs, self.config)
                 await start_wandb(self.config.use_wandb, self._start_wandb)
+                self.reporter.update(self.stats)
                 await self.evaluate()
         finally:
             await self.close()

@@ -185,32 +185,42 @@ async def check_endpoints(servers: Sequence[APIServerConfig], config: object = N
             await check_model_endpoint(str(server.base_url), server.model_name, key)
 
 
-def check_hub(name: str | None, what: str, option: str) -> None:
+def check_hub(
+    name: str | None,
+    what: str,
+    option: str,
+    *,
+    repo_type: str = "model",
+    instead: str | None = None,
+) -> None:
     """When ``name`` is a Hugging Face hub name (not a local folder or file) and the hub
-    is not in offline mode (``HF_HUB_OFFLINE``), ask the hub about it once, without
-    retries (blocking: at most ``CHECK_TIMEOUT`` seconds). A hub that answers, whatever
-    it answers, passes: the loader then says what is wrong with the name.
+    is not in offline mode (``HF_HUB_OFFLINE``), ask the hub about the ``repo_type``
+    repository (``model`` or ``dataset``) once, without retries (blocking: at most
+    ``CHECK_TIMEOUT`` seconds). A hub that answers, whatever it answers, passes, as does
+    a name the hub client refuses to send: the loader then says what is wrong with it.
+    ``instead`` is what the error tells the user to do besides offline mode (default:
+    ``pass {option} a local folder``).
 
     Raises:
         EnvSetupError: the hub does not answer (one line naming ``HF_HUB_OFFLINE`` and
-            ``option``).
+            ``option`` or ``instead``).
     """
     if not name or name.lower() == "none" or Path(name).expanduser().exists():
         return
     from huggingface_hub import HfApi, constants
-    from huggingface_hub.errors import HfHubHTTPError
+    from huggingface_hub.errors import HfHubHTTPError, HFValidationError
 
     if constants.HF_HUB_OFFLINE:
         return
     try:
-        HfApi().model_info(name, timeout=CHECK_TIMEOUT)
-    except HfHubHTTPError:
-        return  # the hub answered
+        HfApi().repo_info(name, repo_type=repo_type, timeout=CHECK_TIMEOUT)
+    except (HfHubHTTPError, HFValidationError):
+        return  # the hub answered, or the name is not one the hub could hold
     except Exception as exc:  # the hub client raises several kinds of connection error
         raise EnvSetupError(
             f"cannot reach the Hugging Face hub at {constants.ENDPOINT} for {what} "
             f"{name!r} ({_reason(exc)}): set HF_HUB_OFFLINE=1 to use the local cache, or "
-            f"pass {option} a local folder"
+            + (instead or f"pass {option} a local folder")
         ) from None
 
 

@@ -175,12 +175,13 @@ def main(
     unknown format, malformed markup with ``--strict``), with one line on stderr.
 
     ``stdin`` and ``out`` default to the process's standard streams. Ctrl-C, and SIGTERM
-    when called from the main thread, stop it quietly with exit status 130."""
-    with _sigterm_as_interrupt():
+    when called from the main thread, stop it quietly: exit status 130 after Ctrl-C, 143
+    after SIGTERM (the project's signal policy; nothing already written is lost)."""
+    with _sigterm_as_interrupt() as stop:
         try:
             return _main(argv, stdin, out, prog)
         except KeyboardInterrupt:
-            return 130
+            return stop.exit_status
         except BrokenPipeError:
             # The reader went away (``hermes-parsers demo | head``): it has what it wanted.
             # What is still buffered for the process's stdout goes nowhere, so the
@@ -199,22 +200,41 @@ def _drop_stdout() -> None:
         os.close(devnull)
 
 
+class _Stop:
+    """Which signal stopped the command. The project's signal policy (its home:
+    ``hermes_sandbox.signals``, which this package may not import: it has no
+    dependencies) is 130 after Ctrl-C and 143 after SIGTERM, SIGTERM taking Ctrl-C's path."""
+
+    __slots__ = ("terminated",)
+
+    def __init__(self) -> None:
+        self.terminated = False
+
+    @property
+    def exit_status(self) -> int:
+        """143 once SIGTERM arrived, else 130 (Ctrl-C)."""
+        return 128 + (signal.SIGTERM if self.terminated else signal.SIGINT)
+
+
 @contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """While inside, SIGTERM raises ``KeyboardInterrupt`` as Ctrl-C does (main thread only;
-    the previous handler comes back on the way out)."""
+def _sigterm_as_interrupt() -> Iterator[_Stop]:
+    """While inside, SIGTERM raises ``KeyboardInterrupt`` as Ctrl-C does and is recorded
+    in the yielded :class:`_Stop` (main thread only; the previous handler comes back on
+    the way out)."""
+    stop = _Stop()
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield stop
         return
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        stop.terminated = True
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
     try:
-        yield
+        yield stop
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
 
 
 def _main(argv: Sequence[str] | None, stdin: TextIO | None, out: TextIO | None, prog: str) -> int:

@@ -25,6 +25,30 @@ USAGE = (
 )
 
 
+def _help() -> str:
+    """``--help``: the two commands and every option ``evaluate`` and ``check`` take."""
+    from atroposlib.envs.server_handling.server_baseline import APIServerConfig
+
+    from hermes_benchmarks.yc_bench.env import YCBenchEvalEnv
+    from hermes_envs import describe_options
+
+    return "\n".join(
+        [
+            USAGE,
+            "  evaluate  play the runs with the model at --openai.base_url (results in "
+            "--env.output_dir)",
+            "  check     play them with the scripted greedy player (no model needed); exit "
+            "1 on an infrastructure failure",
+            "  --config FILE.yaml: env: and openai: sections (command line over YAML over "
+            "the shipped yc-bench.yaml)",
+            "env options (YCBenchEvalEnv):",
+            *describe_options(YCBenchEvalEnv.env_config_cls, "env"),
+            "openai options (the model endpoint; --openai.model is --openai.model_name):",
+            *describe_options(APIServerConfig, "openai"),
+        ]
+    )
+
+
 def _check(args: list[str]) -> int:
     from hermes_benchmarks.run import SUMMARY_FILE
     from hermes_benchmarks.yc_bench.env import YCBenchEvalEnv
@@ -54,19 +78,23 @@ def _check(args: list[str]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``evaluate`` or ``check``; the exit status (2 for a bad command line)."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] in ("-h", "--help", "help"):
-        print(USAGE, file=sys.stdout if args else sys.stderr)
-        return 0 if args else 2
+    if not args:
+        print(USAGE, file=sys.stderr)
+        return 2
+    if args[0] in ("-h", "--help", "help"):
+        print(_help())
+        return 0
     if args[0] not in ("evaluate", "check"):
         print(f"error: unknown command {args[0]!r}; choose evaluate or check", file=sys.stderr)
         return 2
-    asks_help = any(arg in ("-h", "--help") for arg in args[1:])
-    if args[0] == "check" and not asks_help:
+    if any(arg in ("-h", "--help") for arg in args[1:]):
+        print(_help())  # check takes evaluate's options (the endpoint's aside)
+        return 0
+    if args[0] == "check":
         return _check(args[1:])
     from hermes_benchmarks.yc_bench.env import YCBenchEvalEnv
     from hermes_envs import run_cli
 
-    # check takes evaluate's options (the endpoint's aside): the same --help lists them.
     return run_cli(YCBenchEvalEnv, ["evaluate", *args[1:]], prog="hermes-bench yc-bench")
 
 

@@ -9,13 +9,15 @@ Prints ``listening on http://127.0.0.1:PORT`` once it accepts connections, and r
 until SIGINT (Ctrl-C) or SIGTERM, ``--max-requests`` is reached, or (with
 ``--exit-on-stdin-eof``) its standard input closes. SIGTERM stops it exactly as Ctrl-C
 does: it stops listening, drops hung answers, lets the others finish, releases the port
-and exits with status 0.
+and exits with status 130 after Ctrl-C, 143 after SIGTERM (the project's signal policy,
+as every console script of the project).
 
 Every error is one line on stderr, ``hermes-model-server: ...``, naming what was wrong;
-never a traceback. Exit status: 0 after a clean shutdown (however it was asked for), 1
-when the server cannot start (the port is taken, the ``server`` extra is missing), 2 for
-a bad command line, script file, tokenizer or parser name (the error names the file, the
-script, the turn and the field).
+never a traceback. Exit status: 0 after a clean shutdown on ``--max-requests`` or stdin's
+end, 130/143 after SIGINT/SIGTERM (also while starting), 1 when the server cannot start
+(the port is taken, the ``server`` extra is missing), 2 for a bad command line, script
+file, tokenizer or parser name (the error names the file, the script, the turn and the
+field).
 
 This module imports the HTTP server (``aiohttp``, ``tokenizers``) only once the command
 line is read, so ``--help`` and argument errors work without the ``server`` extra.
@@ -57,7 +59,7 @@ turn: "text" or {"content", "reasoning", "tool_calls": [{"name", "arguments"}],
                  "truncate", "disconnect", "times", "message"}]}
       a fault applies to the first "times" attempts at the turn (default: every attempt)
 a request for a model not served is a 404 (unless --default-model names one)
-SIGINT and SIGTERM shut the server down cleanly (exit status 0)
+SIGINT and SIGTERM shut the server down cleanly (exit status 130 and 143)
 """
 
 
@@ -179,11 +181,32 @@ def _watch_stdin(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> bool:
     return True
 
 
+class _Stop:
+    """Which signal stopped the server. The project's signal policy (its home:
+    ``hermes_sandbox.signals``, which hermes-loop may not import) is 130 after Ctrl-C and
+    143 after SIGTERM (128 + the signal's number), SIGTERM taking Ctrl-C's path."""
+
+    __slots__ = ("signum",)
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+
+    def record(self, signum: int) -> None:
+        """Keep the first signal that arrived."""
+        if self.signum is None:
+            self.signum = signum
+
+    @property
+    def exit_status(self) -> int:
+        """128 + the signal's number; 130 (Ctrl-C) when none was recorded."""
+        return 128 + (signal.SIGINT if self.signum is None else self.signum)
+
+
 class _CannotStart(Exception):
     """The server could not start for a reason outside the command line (exit status 1)."""
 
 
-async def _serve(responders: dict[str, Responder], args: argparse.Namespace) -> int:
+async def _serve(responders: dict[str, Responder], args: argparse.Namespace, stopped: _Stop) -> int:
     from hermes_loop.server._app import ModelServer  # the server extra, checked by main()
 
     server = ModelServer(
@@ -201,9 +224,14 @@ async def _serve(responders: dict[str, Responder], args: argparse.Namespace) -> 
         raise _CannotStart(exc) from exc
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
+
+    def on_signal(signum: int) -> None:
+        stopped.record(signum)
+        stop.set()
+
     for signum in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(signum, stop.set)
+            loop.add_signal_handler(signum, on_signal, signum)
     if args.exit_on_stdin_eof and not _watch_stdin(loop, stop):
         print(f"{PROG}: cannot watch stdin; ignoring --exit-on-stdin-eof", flush=True)
     print(f"listening on {server.url}", flush=True)
@@ -215,23 +243,26 @@ async def _serve(responders: dict[str, Responder], args: argparse.Namespace) -> 
         for waiter in waiters:
             waiter.cancel()
         await server.close()
-    return 0
-
-
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
+    return 0 if stopped.signum is None else stopped.exit_status
 
 
 @contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """Until the server's own handlers take over, SIGTERM interrupts as Ctrl-C does."""
+def _sigterm_as_interrupt() -> Iterator[_Stop]:
+    """Until the server's own handlers take over, SIGTERM interrupts as Ctrl-C does; the
+    yielded :class:`_Stop` records which signal stopped the server."""
+    stopped = _Stop()
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        stopped.record(signum)
+        raise KeyboardInterrupt
+
     try:
-        previous = signal.signal(signal.SIGTERM, _interrupt)
+        previous = signal.signal(signal.SIGTERM, interrupt)
     except ValueError:  # not the main thread: leave signals alone
-        yield
+        yield stopped
         return
     try:
-        yield
+        yield stopped
     finally:
         signal.signal(signal.SIGTERM, previous)
 
@@ -247,12 +278,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 1
     logging.basicConfig(level=args.log_level, format="%(levelname)s %(name)s: %(message)s")
-    with _sigterm_as_interrupt():
+    with _sigterm_as_interrupt() as stopped:
         try:
             responders = _load(args.scripts)
-            return asyncio.run(_serve(responders, args))
+            return asyncio.run(_serve(responders, args, stopped))
         except KeyboardInterrupt:
-            return 0
+            return stopped.exit_status
         except _CannotStart as exc:
             _fail(exc)
             return 1
