@@ -37,7 +37,7 @@ from hermes_loop.server import (
     PolicyFunction,
     Turn,
 )
-from hermes_sandbox.processes import DEFAULT_PATH
+from hermes_sandbox import DEFAULT_PATH
 
 PYTHON = find_python()
 pytestmark = pytest.mark.skipif(

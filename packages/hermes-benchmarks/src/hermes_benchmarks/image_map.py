@@ -10,7 +10,7 @@ it under another name. The ``image_map`` option maps the images tasks name to ot
 :class:`ImageMap` parses those entries and rewrites every image reference a build reads
 (``FROM``, ``COPY --from=``, ``RUN --mount=from=``; build stages, stage indices and
 ``scratch`` are left alone; ``ARG`` defaults declared before the first ``FROM`` are
-expanded) through ``hermes_sandbox.dockerfile``, and a task's prebuilt ``docker_image``
+expanded) through ``hermes_sandbox.rewrite_references``, and a task's prebuilt ``docker_image``
 and ``[verifier.environment] docker_image`` through :meth:`ImageMap.resolve`. It reports
 the images the rewritten file reads, so the backend can check or pull each one.
 """

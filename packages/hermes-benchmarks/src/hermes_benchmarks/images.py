@@ -2,7 +2,7 @@
 taken from its prebuilt ``docker_image``, every image reference mapped first.
 
 The harness does not know which backend it has: it describes the image
-(:class:`~hermes_sandbox.lifecycle.ImageSource`: the task's ``environment/`` folder with
+(:class:`~hermes_sandbox.ImageSource`: the task's ``environment/`` folder with
 its Dockerfile rewritten through the run's
 :class:`~hermes_benchmarks.image_map.ImageMap`, or the mapped reference) and the backend's
 ``prepare_image`` class method makes it ready: docker pulls an absent image from its

@@ -3,7 +3,7 @@ streamed to ``results.jsonl`` and summed up in ``summary.json``.
 
 A run is resumable at any moment: each finished trial is one fsynced line of
 ``results.jsonl`` (:class:`~hermes_benchmarks.results.ResultsLog`), and the sandbox
-run ids (``hermes_sandbox.lifecycle.RUN_ID``) of every process that wrote to the folder
+run ids (``hermes_sandbox.RUN_ID``) of every process that wrote to the folder
 are kept in ``runs.txt``. With ``resume`` what those runs left (killed with ``kill -9``,
 say) is removed by the run backend's ``reap_run`` (docker: their containers, by run
 label), and only the trials without a line run again. Cancelling the run (Ctrl-C,

@@ -12,7 +12,7 @@ against its ``HermesAgentBaseEnv``.
 - ``RunScope``: what a running environment binds for code written in the reference's
   spelling: ``HermesAgentLoop(server=self.server, tool_schemas=..., ...)`` gets the
   environment's endpoints (round robin) and tool handlers (``hermes_loop.scope``), and
-  ``ToolContext(task_id)`` the environment's sandbox pool (``hermes_sandbox.context``).
+  ``ToolContext(task_id)`` the environment's sandbox pool (``hermes_sandbox.ToolContext``).
 - ``resolve_tools_for_group``, ``collect_one`` and ``collect_by_trajectory``: the bodies
   of ``_resolve_tools_for_group()``, ``collect_trajectory()`` and the per-rollout
   ``collect_trajectories()`` of ``HermesAgentBaseEnv``.

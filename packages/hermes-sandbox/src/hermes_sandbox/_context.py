@@ -4,7 +4,7 @@ Every method exists twice: a plain (synchronous) one, as reward functions are us
 written, and an awaitable twin prefixed with ``a`` (``aterminal``, ``aread_file``, ...)
 for reward code that runs many rollouts concurrently on one event loop. Only the twins
 are written here; each synchronous method is made from its twin by
-``hermes_sandbox.blocking.blocking`` and runs it through the context's
+``hermes_sandbox._blocking.blocking`` and runs it through the context's
 ``BlockingBridge``.
 
 The synchronous methods work from a thread without an event loop and from inside a
@@ -49,21 +49,21 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol, Self, TypeVar
 
-from hermes_sandbox.base import Sandbox
-from hermes_sandbox.blocking import BlockingBridge, blocking
-from hermes_sandbox.errors import (
+from hermes_sandbox._base import Sandbox
+from hermes_sandbox._blocking import BlockingBridge, blocking
+from hermes_sandbox._errors import (
     BrowserPageError,
     BrowserUnavailableError,
     SandboxClosedError,
     SandboxError,
     ToolContextError,
 )
-from hermes_sandbox.pool import SandboxPool, current_sandbox_pool
-from hermes_sandbox.teardown import finish
+from hermes_sandbox._pool import SandboxPool, current_sandbox_pool
+from hermes_sandbox._teardown import finish
 from hermes_sandbox.tools import sandbox_tools
-from hermes_sandbox.tools.browser import ChromiumBrowser
-from hermes_sandbox.tools.files import read_lines, resolve_path, search_files
-from hermes_sandbox.tools.spec import Invocation
+from hermes_sandbox.tools._browser import ChromiumBrowser
+from hermes_sandbox.tools._files import read_lines, resolve_path, search_files
+from hermes_sandbox.tools._spec import Invocation
 from hermes_sandbox.tools.web import DirectWebProvider, WebProvider, extract_web, search_web
 
 __all__ = ["CallableTool", "ToolContext"]
@@ -167,7 +167,7 @@ class ToolContext:
             )
 
     def _blocking(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run ``coro`` for a blocking method (the bridge: ``hermes_sandbox.blocking``).
+        """Run ``coro`` for a blocking method (the bridge: ``hermes_sandbox._blocking``).
 
         Raises:
             ToolContextError: after ``cleanup()``; what ``BlockingBridge.run`` raises.

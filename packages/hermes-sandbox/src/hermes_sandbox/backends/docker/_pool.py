@@ -26,12 +26,12 @@ from collections import deque
 from types import TracebackType
 from typing import Any, Self
 
+from hermes_sandbox._options import SandboxOptions
+from hermes_sandbox._teardown import finish
 from hermes_sandbox.backends.docker._daemon import DockerDaemon
 from hermes_sandbox.backends.docker._labels import LABEL, LABEL_POOL, LABEL_RUN, RUN_ID
 from hermes_sandbox.backends.docker._launch import LIFETIME_GRACE, Launched, launch_container
 from hermes_sandbox.backends.docker._spec import ContainerSpec
-from hermes_sandbox.options import SandboxOptions
-from hermes_sandbox.teardown import finish
 
 __all__ = ["DockerWarmPool"]
 

@@ -6,14 +6,14 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hermes_sandbox.errors import WebProviderError
-from hermes_sandbox.tools.web.pages import (
+from hermes_sandbox._errors import WebProviderError
+from hermes_sandbox.tools.web._pages import (
     DEFAULT_MAX_PAGE_CHARS,
     WebPage,
     WebSearchResult,
     cap_text,
 )
-from hermes_sandbox.tools.web.sdk import client_for_call, field, find_api_key, import_sdk
+from hermes_sandbox.tools.web._sdk import client_for_call, field, find_api_key, import_sdk
 
 __all__ = ["FirecrawlProvider"]
 

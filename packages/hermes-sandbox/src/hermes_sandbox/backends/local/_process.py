@@ -17,8 +17,8 @@ import signal
 import subprocess
 from collections.abc import Callable
 
+from hermes_sandbox._output import OutputCollector
 from hermes_sandbox.backends.local.helper import spawn_session
-from hermes_sandbox.output import OutputCollector
 
 __all__ = [
     "ChildCommand",

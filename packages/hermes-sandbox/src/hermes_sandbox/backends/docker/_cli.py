@@ -14,9 +14,9 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from hermes_sandbox._errors import SandboxError
+from hermes_sandbox.backends.docker._image import IMAGES, build_image, image_exists
 from hermes_sandbox.backends.docker._rootfs import DEFAULT_SUITE
-from hermes_sandbox.backends.docker.image import IMAGES, build_image, image_exists
-from hermes_sandbox.errors import SandboxError
 
 __all__ = ["PROG", "main"]
 

@@ -17,12 +17,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar, Self
 
-from hermes_sandbox.errors import SandboxClosedError, SandboxError
-from hermes_sandbox.lifecycle import ImageSource, ImageUnavailableError, PreparedImage
-from hermes_sandbox.options import SandboxOptions
-from hermes_sandbox.result import ExecResult
-from hermes_sandbox.shell import STATE_DIR_PREFIX, wrap_command, wrap_fresh
-from hermes_sandbox.teardown import finish, run_detached
+from hermes_sandbox._errors import SandboxClosedError, SandboxError
+from hermes_sandbox._lifecycle import ImageSource, ImageUnavailableError, PreparedImage
+from hermes_sandbox._options import SandboxOptions
+from hermes_sandbox._result import ExecResult
+from hermes_sandbox._shell import STATE_DIR_PREFIX, wrap_command, wrap_fresh
+from hermes_sandbox._teardown import finish, run_detached
 
 __all__ = ["Sandbox"]
 

@@ -16,10 +16,10 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from hermes_sandbox.base import Sandbox
-from hermes_sandbox.errors import SandboxError
-from hermes_sandbox.processes import DEFAULT_PATH
-from hermes_sandbox.tools.spec import InvocationLike, SandboxSource, SandboxTool
+from hermes_sandbox._base import Sandbox
+from hermes_sandbox._errors import SandboxError
+from hermes_sandbox._processes import DEFAULT_PATH
+from hermes_sandbox.tools._spec import InvocationLike, SandboxSource, SandboxTool
 
 __all__ = [
     "DEFAULT_READ_LIMIT",

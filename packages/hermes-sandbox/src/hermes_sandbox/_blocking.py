@@ -23,7 +23,7 @@ import weakref
 from collections.abc import Callable, Coroutine
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, cast
 
-from hermes_sandbox.errors import SandboxError, ToolContextError
+from hermes_sandbox._errors import SandboxError, ToolContextError
 
 __all__ = ["BlockingBridge", "LoopThread", "blocking", "try_run_on_loop"]
 

@@ -11,15 +11,15 @@ import urllib.request
 from collections.abc import Sequence
 from typing import Any
 
-from hermes_sandbox.errors import WebProviderError
-from hermes_sandbox.tools.web.html_text import html_to_text
-from hermes_sandbox.tools.web.pages import (
+from hermes_sandbox._errors import WebProviderError
+from hermes_sandbox.tools.web._html_text import html_to_text
+from hermes_sandbox.tools.web._pages import (
     DEFAULT_MAX_PAGE_CHARS,
     WebPage,
     WebSearchResult,
     cap_text,
 )
-from hermes_sandbox.tools.web.urls import check_url
+from hermes_sandbox.tools.web._urls import check_url
 
 __all__ = ["DirectWebProvider"]
 

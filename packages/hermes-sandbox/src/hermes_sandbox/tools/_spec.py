@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from hermes_sandbox.base import Sandbox
+from hermes_sandbox._base import Sandbox
 
 __all__ = ["Invocation", "InvocationLike", "SandboxSource", "SandboxTool", "ToolHandler"]
 

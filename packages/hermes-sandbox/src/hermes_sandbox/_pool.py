@@ -11,10 +11,10 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from hermes_sandbox.base import Sandbox
-from hermes_sandbox.errors import SandboxClosedError
-from hermes_sandbox.registry import create_sandbox
-from hermes_sandbox.teardown import finish, start_or_run
+from hermes_sandbox._base import Sandbox
+from hermes_sandbox._errors import SandboxClosedError
+from hermes_sandbox._registry import create_sandbox
+from hermes_sandbox._teardown import finish, start_or_run
 
 __all__ = ["SandboxPool", "bind_sandbox_pool", "current_sandbox_pool"]
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from hermes_sandbox.errors import SandboxError
+from hermes_sandbox._errors import SandboxError
 
 __all__ = [
     "RUN_ID",

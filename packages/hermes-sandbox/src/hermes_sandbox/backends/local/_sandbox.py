@@ -19,8 +19,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from hermes_sandbox.backends.local.cgroup import CgroupUnavailableError, SandboxCgroups
-from hermes_sandbox.backends.local.host_files import (
+from hermes_sandbox._base import Sandbox
+from hermes_sandbox._errors import SandboxClosedError, SandboxError, SandboxStartError
+from hermes_sandbox._options import SandboxOptions
+from hermes_sandbox._output import OutputCollector
+from hermes_sandbox._processes import DEFAULT_PATH, MARKER_VARIABLE, environ_needle, sweep
+from hermes_sandbox._result import ExecResult
+from hermes_sandbox._shell import wrap_command
+from hermes_sandbox._teardown import finish, in_thread
+from hermes_sandbox.backends.local._cgroup import CgroupUnavailableError, SandboxCgroups
+from hermes_sandbox.backends.local._host_files import (
     copy_fd,
     copy_file,
     copy_tree,
@@ -30,14 +38,14 @@ from hermes_sandbox.backends.local.host_files import (
     write_fd,
     write_file,
 )
-from hermes_sandbox.backends.local.isolation import (
+from hermes_sandbox.backends.local._isolation import (
     HELPER,
     HELPER_PROCESSES,
     BwrapFailedError,
     Namespace,
     find_bwrap,
 )
-from hermes_sandbox.backends.local.layout import (
+from hermes_sandbox.backends.local._layout import (
     IN_SANDBOX_BIN,
     Interpreter,
     Layout,
@@ -46,23 +54,15 @@ from hermes_sandbox.backends.local.layout import (
     secrets_in_etc,
     unbindable_workdir,
 )
-from hermes_sandbox.backends.local.options import check_options
-from hermes_sandbox.backends.local.process import (
+from hermes_sandbox.backends.local._options import check_options
+from hermes_sandbox.backends.local._process import (
     ChildCommand,
     Command,
     exit_status,
     inheritable_fds,
     spawn,
 )
-from hermes_sandbox.backends.local.sweep import reap_orphans, remove_tree, state_parent
-from hermes_sandbox.base import Sandbox
-from hermes_sandbox.errors import SandboxClosedError, SandboxError, SandboxStartError
-from hermes_sandbox.options import SandboxOptions
-from hermes_sandbox.output import OutputCollector
-from hermes_sandbox.processes import DEFAULT_PATH, MARKER_VARIABLE, environ_needle, sweep
-from hermes_sandbox.result import ExecResult
-from hermes_sandbox.shell import wrap_command
-from hermes_sandbox.teardown import finish, in_thread
+from hermes_sandbox.backends.local._sweep import reap_orphans, remove_tree, state_parent
 
 __all__ = ["LocalSandbox"]
 

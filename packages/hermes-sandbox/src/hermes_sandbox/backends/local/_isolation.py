@@ -44,12 +44,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hermes_sandbox.backends.local.layout import Layout
-from hermes_sandbox.backends.local.link import HelperLink
-from hermes_sandbox.backends.local.process import Command, inheritable_fds
-from hermes_sandbox.errors import SandboxClosedError, SandboxError, SandboxStartError
-from hermes_sandbox.output import OutputCollector
-from hermes_sandbox.processes import DEFAULT_PATH, environ_needle
+from hermes_sandbox._errors import SandboxClosedError, SandboxError, SandboxStartError
+from hermes_sandbox._output import OutputCollector
+from hermes_sandbox._processes import DEFAULT_PATH, environ_needle
+from hermes_sandbox.backends.local._layout import Layout
+from hermes_sandbox.backends.local._link import HelperLink
+from hermes_sandbox.backends.local._process import Command, inheritable_fds
 
 __all__ = ["HELPER", "HELPER_PROCESSES", "BwrapFailedError", "Namespace", "find_bwrap"]
 

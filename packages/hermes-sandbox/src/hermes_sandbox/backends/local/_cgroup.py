@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from hermes_sandbox.errors import SandboxStartError
+from hermes_sandbox._errors import SandboxStartError
 
 __all__ = [
     "CgroupUnavailableError",

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from hermes_sandbox.tools.spec import InvocationLike, SandboxTool
-from hermes_sandbox.tools.web.direct import DirectWebProvider
-from hermes_sandbox.tools.web.pages import WebProvider
+from hermes_sandbox.tools._spec import InvocationLike, SandboxTool
+from hermes_sandbox.tools.web._direct import DirectWebProvider
+from hermes_sandbox.tools.web._pages import WebProvider
 
 __all__ = [
     "MAX_EXTRACT_URLS",

@@ -1,7 +1,7 @@
 """What the local sandboxes of dead owners left, and removing it.
 
 Every process a local sandbox starts carries its marker (``<sandbox id>.<command
-number>``, see ``hermes_sandbox.processes``). ``reap_orphans`` removes what the local
+number>``, see ``hermes_sandbox._processes``). ``reap_orphans`` removes what the local
 sandboxes of dead processes left: their commands still running (swept by marker), their
 directories, shell state and cgroups.
 """
@@ -15,8 +15,8 @@ import shutil
 import stat
 import tempfile
 
-from hermes_sandbox.backends.local.cgroup import remove_orphan_cgroups
-from hermes_sandbox.processes import environ_needle, sweep
+from hermes_sandbox._processes import environ_needle, sweep
+from hermes_sandbox.backends.local._cgroup import remove_orphan_cgroups
 
 __all__ = ["process_exists", "reap_orphans", "remove_tree", "state_parent"]
 

@@ -10,7 +10,7 @@ import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
-from hermes_sandbox.errors import WebProviderError
+from hermes_sandbox._errors import WebProviderError
 
 __all__ = ["client_for_call", "close_quietly", "field", "find_api_key", "import_sdk"]
 

@@ -20,9 +20,9 @@ import socket
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from hermes_sandbox._errors import SandboxClosedError, SandboxError, SandboxStartError
+from hermes_sandbox.backends.local._process import Command
 from hermes_sandbox.backends.local.helper import MAX_FDS, Decoder, frame
-from hermes_sandbox.backends.local.process import Command
-from hermes_sandbox.errors import SandboxClosedError, SandboxError, SandboxStartError
 
 __all__ = ["HelperLink", "LinkOwner"]
 

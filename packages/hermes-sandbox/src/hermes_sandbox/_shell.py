@@ -88,7 +88,7 @@ def wrap_fresh(command: str, *, workdir: str) -> str:
     not one found through ``PATH``) in ``workdir`` (created if missing), with the
     environment the script itself was started with: the sandbox's configured ``env``
     and the backend's defaults (each backend sets a ``PATH``, e.g.
-    ``hermes_sandbox.processes.DEFAULT_PATH``). It neither reads nor writes the session's
+    ``hermes_sandbox._processes.DEFAULT_PATH``). It neither reads nor writes the session's
     saved state: exported variables, the cwd, ``BASH_ENV`` and the functions it would
     define, set by earlier commands, are not seen, and nothing this command changes
     reaches later session commands.

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from hermes_sandbox.tools.web.direct import DirectWebProvider
-from hermes_sandbox.tools.web.firecrawl import FirecrawlProvider
-from hermes_sandbox.tools.web.pages import WebProvider
-from hermes_sandbox.tools.web.tavily import TavilyProvider
+from hermes_sandbox.tools.web._direct import DirectWebProvider
+from hermes_sandbox.tools.web._firecrawl import FirecrawlProvider
+from hermes_sandbox.tools.web._pages import WebProvider
+from hermes_sandbox.tools.web._tavily import TavilyProvider
 
 __all__ = ["web_provider_from_env"]
 

@@ -21,10 +21,10 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, Self
 
-from hermes_sandbox.blocking import LoopThread
-from hermes_sandbox.errors import BrowserPageError, BrowserUnavailableError
-from hermes_sandbox.teardown import finish
-from hermes_sandbox.tools.spec import InvocationLike, SandboxTool
+from hermes_sandbox._blocking import LoopThread
+from hermes_sandbox._errors import BrowserPageError, BrowserUnavailableError
+from hermes_sandbox._teardown import finish
+from hermes_sandbox.tools._spec import InvocationLike, SandboxTool
 from hermes_sandbox.tools.web import check_url, html_to_text
 
 __all__ = [

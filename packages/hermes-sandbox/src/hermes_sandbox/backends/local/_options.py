@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from typing import Literal
 
-from hermes_sandbox.options import SandboxOptions
-from hermes_sandbox.processes import MARKER_VARIABLE
+from hermes_sandbox._options import SandboxOptions
+from hermes_sandbox._processes import MARKER_VARIABLE
 
 __all__ = ["DEFAULT_TMP_SIZE_MB", "ISOLATION_MODES", "Isolation", "check_options"]
 

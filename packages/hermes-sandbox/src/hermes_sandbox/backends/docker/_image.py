@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from hermes_sandbox._processes import DEFAULT_PATH
 from hermes_sandbox.backends.docker._cache import (
     STAMP_LABEL,
     confirm_built,
@@ -55,7 +56,6 @@ from hermes_sandbox.backends.docker._rootfs import (
     debian_rootfs,
     remove_tree,
 )
-from hermes_sandbox.processes import DEFAULT_PATH
 
 __all__ = [
     "BUSYBOX_IMAGE",

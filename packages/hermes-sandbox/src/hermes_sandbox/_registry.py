@@ -12,9 +12,9 @@ from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import Any, TypeVar
 
-from hermes_sandbox.base import Sandbox
-from hermes_sandbox.errors import UnknownBackendError
-from hermes_sandbox.options import SandboxOptions
+from hermes_sandbox._base import Sandbox
+from hermes_sandbox._errors import UnknownBackendError
+from hermes_sandbox._options import SandboxOptions
 
 __all__ = [
     "ENTRY_POINT_GROUP",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hermes_sandbox.result import ExecResult
-from hermes_sandbox.tools.spec import InvocationLike, SandboxSource, SandboxTool
+from hermes_sandbox._result import ExecResult
+from hermes_sandbox.tools._spec import InvocationLike, SandboxSource, SandboxTool
 
 __all__ = ["TERMINAL_PARAMETERS", "terminal_result", "terminal_tools"]
 
