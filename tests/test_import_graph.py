@@ -174,7 +174,7 @@ def declared_surface(files: dict[str, Path]) -> dict[str, set[str]]:
     ``__all__`` and that of every public subpackage (a folder whose dotted name has no
     part starting with ``_``, e.g. ``hermes_loop.server``, ``hermes_sandbox.tools``).
 
-    A plain module's ``__all__`` (``hermes_envs.cli``,
+    A plain module's ``__all__`` (``hermes_envs.launcher``,
     ``hermes_sandbox.backends.option_check``) says what its own package's modules use; it
     is not a promise to other packages. The surface is what the packages' exported-members
     tests pin, so a name another package imports is a pinned name. A public subpackage is

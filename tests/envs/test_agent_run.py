@@ -9,7 +9,7 @@ from typing import Any, cast, get_args
 
 import pytest
 
-from hermes_envs.agent_run import SANDBOX_FAILURES, infra_stage, run_agent
+from hermes_envs._agent_run import SANDBOX_FAILURES, infra_stage, run_agent
 from hermes_loop import AgentLoop, OpenAIChatServer, RolloutProgress, Tool, ToolInvocation
 from hermes_loop.errors import EndpointErrorKind
 from hermes_loop.result import InfraErrorKind

@@ -213,7 +213,7 @@ class HermesAgent:
 
 
 #: The trial error kind (``hermes_benchmarks.results.ErrorKind``) of each stage of an
-#: agent run's infrastructure failure (``hermes_envs.agent_run.InfraStage``): a tool
+#: agent run's infrastructure failure (``hermes_envs.infra_stage``): a tool
 #: that found its sandbox gone is an ``agent_crash``, which the trial runner then
 #: attributes to the agent (scored) when the sandbox was stopped from inside.
 _TRIAL_KINDS: Final[dict[str, tuple[str, str]]] = {

@@ -77,7 +77,7 @@ def _build(model: type[BaseModel], values: dict[str, Any], section: str) -> Any:
 
 def resolve(suite: Suite, args: Sequence[str]) -> tuple[BenchConfig, OpenAISection]:
     """The suite's settings: ``default.yaml`` < ``--config`` < ``--env.X``/``--openai.X``,
-    read as every command line reads them (:mod:`hermes_envs.config_layers`).
+    read as every command line reads them (:func:`hermes_envs.parse_flags`).
 
     Raises:
         _Refusal: a bad option, file or value (one line).
@@ -363,7 +363,7 @@ def _main(args: list[str]) -> int:
         status = 2 if isinstance(error, ValueError) else 1
         print(f"error: {error}", file=sys.stderr)
         return status
-    except RuntimeError as error:  # a check before the first trial (hermes_envs.preflight)
+    except RuntimeError as error:  # a check before the first trial (hermes_envs.check_limits, ...)
         from hermes_envs import HermesEnvsError
 
         if not isinstance(error, HermesEnvsError):

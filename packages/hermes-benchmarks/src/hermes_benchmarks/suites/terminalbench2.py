@@ -22,7 +22,7 @@ defaults of the suite's ``default.yaml``. Atropos' ``evaluate_log`` also writes
 The environment follows the reference's eval-only pattern: ``eval_handling`` STOP_TRAIN,
 ``steps_per_eval`` 1, ``total_steps`` 1, ``collect_trajectories`` returning
 ``(None, [])``, :meth:`TerminalBench2EvalEnv.rollout_and_score_eval` for one task. Its
-base is :class:`~hermes_envs.eval_env.HermesAgentEvalEnv`, which holds only what evaluation uses
+base is :class:`~hermes_envs.HermesAgentEvalEnv`, which holds only what evaluation uses
 (no tokenizer, sandbox pool or tools: ``process`` and ``serve`` stop at start).
 """
 

@@ -1,5 +1,5 @@
 """``hermes-bench view OUT [--out FILE] [--serve] [--port N]`` (arguments and serving
-shared with ``hermes-envs view``: ``hermes_envs.view.command``)."""
+shared with ``hermes-envs view``: ``hermes_envs.view``)."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ def render_page(data: RunData) -> str:
 
     The data travel inside the page as JSON in a ``<script type="application/json">``
     block, with every ``<`` written as ``\\u003c`` so no text of a trial can end the
-    block (:func:`hermes_envs.view.page.fill_template`); the page works from a
+    block (:func:`hermes_envs.view.fill_template`); the page works from a
     ``file://`` URL and when served.
     """
     template = resources.files("hermes_benchmarks.view").joinpath("viewer.html").read_text("utf-8")

@@ -28,7 +28,7 @@ MASKED = -100
 Render = Callable[..., str]
 EncodeMany = Callable[[Sequence[str]], list[list[int]]]
 #: ``marked(messages, tools) -> (whole text, [(start, end), ...]) | None``: the model's
-#: text in one render (``hermes_envs.tokenizer.TemplateRenderer.marked``).
+#: text in one render (``hermes_envs._tokenizer.TemplateRenderer.marked``).
 Marked = Callable[
     [Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]] | None],
     "tuple[str, list[tuple[int, int]]] | None",

@@ -24,7 +24,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from hermes_envs.errors import GroupFileExistsError
+from hermes_envs._errors import GroupFileExistsError
 
 __all__ = ["FINISHED", "GroupLog", "item_seed"]
 

@@ -13,7 +13,7 @@ A subclass implements ``setup``, ``get_next_item``, ``format_prompt``,
   to ``infra_retries`` times and never scored; a group with fewer than
   ``min_rollouts_per_group`` good rollouts goes back to the queue.
 
-The class is the training side over ``HermesAgentEvalEnv`` (``hermes_envs.eval_env``:
+The class is the training side over ``HermesAgentEvalEnv`` (``hermes_envs._eval_env``:
 config, endpoints, ``agent_loop``, evaluation logging, wandb, closing); its parts live in
 their own modules: ``endpoints`` (server configs to endpoints), ``process_plan`` (which
 fast paths ``process`` takes, from the hooks a class overrides), ``scheduler`` (the loop of
@@ -40,17 +40,16 @@ from typing import Any, ClassVar
 from atroposlib.envs.base import ScoredDataGroup
 from atroposlib.frontend.jsonl2html import generate_html
 
-from hermes_envs.config import AGENT_TOOLSETS, HermesAgentEnvConfig
-from hermes_envs.endpoint_limits import TimeoutStreak, request_timeout
-from hermes_envs.endpoints import PHASES, SET_TOKENIZER
-from hermes_envs.errors import EnvSetupError
-from hermes_envs.eval_env import HermesAgentEvalEnv, ItemT
-from hermes_envs.evaluation import eval_sample, evaluate_and_log, evaluate_items
-from hermes_envs.group_file import GroupFile
-from hermes_envs.preflight import check_backend, check_endpoints, start_wandb
-from hermes_envs.process_plan import ProcessPlan
-from hermes_envs.records import RolloutRecords
-from hermes_envs.reference import (
+from hermes_envs._config import AGENT_TOOLSETS, HermesAgentEnvConfig
+from hermes_envs._endpoint_limits import TimeoutStreak, request_timeout
+from hermes_envs._endpoints import PHASES, SET_TOKENIZER
+from hermes_envs._errors import EnvSetupError
+from hermes_envs._eval_env import HermesAgentEvalEnv, ItemT
+from hermes_envs._evaluation import eval_sample, evaluate_and_log, evaluate_items
+from hermes_envs._group_file import GroupFile
+from hermes_envs._preflight import check_backend, check_endpoints, start_wandb
+from hermes_envs._records import RolloutRecords
+from hermes_envs._reference import (
     GroupPath,
     collect_by_trajectory,
     collect_one,
@@ -58,21 +57,22 @@ from hermes_envs.reference import (
     resolve_tools_for_group,
     run_scope,
 )
-from hermes_envs.resume import GroupLog, item_seed
-from hermes_envs.reward_errors import RewardErrors
-from hermes_envs.rollout import RolloutOutcome, run_rollout
-from hermes_envs.scheduler import GroupScheduler
-from hermes_envs.scoring.encoding import TextEncoder
-from hermes_envs.scoring.group_writer import GroupWriter, Scored
-from hermes_envs.scoring.token_worker import TokenWorker
-from hermes_envs.scoring.tokens import (
+from hermes_envs._resume import GroupLog, item_seed
+from hermes_envs._reward_errors import RewardErrors
+from hermes_envs._rollout import RolloutOutcome, run_rollout
+from hermes_envs._scheduler import GroupScheduler
+from hermes_envs._stats import RunStats
+from hermes_envs._tokenizer import TemplateRenderer, chat_template_renderer
+from hermes_envs.process_plan import ProcessPlan
+from hermes_envs.scoring._encoding import TextEncoder
+from hermes_envs.scoring._group_writer import GroupWriter, Scored
+from hermes_envs.scoring._token_worker import TokenWorker
+from hermes_envs.scoring._tokens import (
     Marked,
     TokenizedRollout,
     chat_template_tokens,
     managed_tokens,
 )
-from hermes_envs.stats import RunStats
-from hermes_envs.tokenizer import TemplateRenderer, chat_template_renderer
 from hermes_loop import AgentResult, ToolRegistry, ToolSet
 from hermes_loop.templates import TransformersTokenizer
 from hermes_sandbox import SandboxPool, ToolContext, sandbox_tools
@@ -104,7 +104,7 @@ class HermesAgentBaseEnv(HermesAgentEvalEnv[ItemT]):
             distribution is unknown, or a hosted (``https://``) endpoint has no API key.
         GroupFileExistsError: (a ``ValueError``) if ``data_path_to_save_groups`` holds a
             finished run and ``resume`` is false, or groups with no record of their items
-            (``hermes_envs.resume``).
+            (``hermes_envs._resume``).
 
     With ``env.tokenizer_name`` unset (``None``/``"none"``) the environment holds no
     tokenizer (``self.tokenizer`` is ``None``) and reaches no hub: ``evaluate`` runs
@@ -121,7 +121,7 @@ class HermesAgentBaseEnv(HermesAgentEvalEnv[ItemT]):
 
     def _open_outputs(self, config: HermesAgentEnvConfig) -> None:
         """Open the group file's record of items (``GroupLog``: it continues an unfinished
-        run or says what to do, ``hermes_envs.resume``).
+        run or says what to do, ``hermes_envs._resume``).
 
         Raises:
             GroupFileExistsError: as the class says.
@@ -194,7 +194,7 @@ class HermesAgentBaseEnv(HermesAgentEvalEnv[ItemT]):
 
         Raising (or returning no number) is the environment's bug: the rollout is dropped
         from its group (never a 0), logged with its traceback and counted; see
-        ``hermes_envs.reward_errors``.
+        ``hermes_envs._reward_errors``.
         """
 
     @abstractmethod
@@ -424,7 +424,7 @@ class HermesAgentBaseEnv(HermesAgentEvalEnv[ItemT]):
         """One rollout of ``item`` as an Atropos scored item (the reference's per-rollout
         override point): ``tokens``, ``masks``, ``scores``, ``messages``; ``(None, [])``
         when the rollout could not be scored. Overriding it makes every mode build groups
-        from it (``hermes_envs.reference.GroupPath``)."""
+        from it (``hermes_envs._reference.GroupPath``)."""
         return await collect_one(self, item)
 
     def _resolve_tools_for_group(self) -> tuple[list[dict[str, Any]], set[str]]:
@@ -449,12 +449,12 @@ class HermesAgentBaseEnv(HermesAgentEvalEnv[ItemT]):
 
     @functools.cached_property
     def rollout_records(self) -> RolloutRecords:
-        """The per-rollout records of ``process`` and ``evaluate`` (``hermes_envs.records``)."""
+        """The per-rollout records of ``process`` and ``evaluate`` (``hermes_envs._records``)."""
         return RolloutRecords(self)
 
     @property
     def group_path(self) -> GroupPath:
-        """How ``process`` gets this environment's groups (``hermes_envs.reference``):
+        """How ``process`` gets this environment's groups (``hermes_envs._reference``):
         the ``process_plan``'s ``group_path``."""
         return self.process_plan.group_path
 
@@ -515,7 +515,7 @@ class HermesAgentBaseEnv(HermesAgentEvalEnv[ItemT]):
 
         Overrides Atropos' version: groups run concurrently (``max_num_workers_per_node``
         at a time running rollouts, while finished ones are scored on the tokenizer
-        thread; ``hermes_envs.scheduler``), wandb only starts when ``use_wandb`` is set, a
+        thread; ``hermes_envs._scheduler``), wandb only starts when ``use_wandb`` is set, a
         group with too few scored rollouts goes back to the queue (at most
         ``infra_retries + 1`` tries), the run stops with ``RunAbortedError`` after
         ``max_dropped_items`` items in a row were given up on, and everything is closed
@@ -620,14 +620,14 @@ class HermesAgentBaseEnv(HermesAgentEvalEnv[ItemT]):
             await self.close()
 
     def _run_scope(self) -> contextlib.AbstractContextManager[None]:
-        """``evaluate`` runs with the env's ``run_scope`` bound (``hermes_envs.reference``)."""
+        """``evaluate`` runs with the env's ``run_scope`` bound (``hermes_envs._reference``)."""
         return run_scope(self)
 
     async def evaluate_items(self, items: Sequence[ItemT]) -> list[tuple[ItemT, RolloutOutcome]]:
         """One rollout per item (at most ``max_eval_workers`` at once), retried on
         infrastructure failure; ``(item, outcome)`` in the order of ``items``. An
         environment that overrides ``collect_trajectory`` gets each item's rollout from
-        it (``hermes_envs.evaluation``).
+        it (``hermes_envs._evaluation``).
 
         Raises:
             RewardFunctionError, RunAbortedError: as ``run_rollouts``.

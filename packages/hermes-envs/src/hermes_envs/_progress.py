@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 if TYPE_CHECKING:
-    from hermes_envs.stats import RunStats
+    from hermes_envs._stats import RunStats
 
 __all__ = ["RichProgress"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from atroposlib.envs.server_handling.server_manager import APIServerConfig
 
-from hermes_envs.errors import RunAbortedError
+from hermes_envs._errors import RunAbortedError
 
 __all__ = ["DEFAULT_REQUEST_TIMEOUT", "TimeoutStreak", "request_timeout"]
 

@@ -16,9 +16,9 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from hermes_envs.errors import RunAbortedError
-from hermes_envs.scoring.group_writer import Scored
-from hermes_envs.stats import ProgressReporter, RunStats
+from hermes_envs._errors import RunAbortedError
+from hermes_envs._stats import ProgressReporter, RunStats
+from hermes_envs.scoring._group_writer import Scored
 
 __all__ = ["GroupScheduler"]
 

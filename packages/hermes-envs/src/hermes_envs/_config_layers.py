@@ -18,7 +18,7 @@ from typing import Any, get_args
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from hermes_envs.errors import CliError
+from hermes_envs._errors import CliError
 
 __all__ = [
     "OPENAI_ALIASES",

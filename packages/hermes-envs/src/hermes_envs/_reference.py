@@ -29,7 +29,7 @@ from contextlib import ExitStack, contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from hermes_envs.rollout import InfraFailure, RolloutOutcome
+from hermes_envs._rollout import InfraFailure, RolloutOutcome
 from hermes_loop import AgentResult, ChatServer, ChatSession, LoopScope, ToolSet, bind_loop_scope
 from hermes_sandbox import SandboxClosedError, SandboxStartError, bind_sandbox_pool
 
@@ -151,7 +151,7 @@ async def collect_one(
     ``scores``, ``messages``; ``inference_logprobs`` in Phase 2), or ``None`` when it could
     not be scored (an infrastructure failure after its retries, or the reward raised).
     Without a tokenizer (``evaluate``) ``tokens`` and ``masks`` are empty."""
-    from hermes_envs.scoring.group import wire_messages
+    from hermes_envs.scoring._group import wire_messages
 
     (outcome,) = await env.run_rollouts(item, 1, tools=tools)
     if not outcome.ok:

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from hermes_envs.tokenizer import ChatTemplateSpec
+from hermes_envs._tokenizer import ChatTemplateSpec
 
 __all__ = ["TokenWorker", "TokenWorkerUnavailable", "WorkerAnswer"]
 

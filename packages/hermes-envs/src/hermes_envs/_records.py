@@ -25,7 +25,7 @@ token's text), ``trained`` (``"1"`` where the mask is not -100) and ``score``. A
 retried infrastructure failure of the same item is kept beside the rollouts of its group
 (in ``evaluate`` marked ``"retried": true``, after the item's last try).
 
-Every configured secret is replaced (``hermes_envs.redaction``) and each rollout's record
+Every configured secret is replaced (``hermes_envs._redaction``) and each rollout's record
 is cut to :data:`RECORD_CAP` bytes (long texts cut in the middle, then tokens beyond the
 cap dropped, then the middle of a very long conversation, each cut said).
 """
@@ -43,13 +43,13 @@ from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any, Final, Protocol
 
-from hermes_envs.env_config import HermesAgentEnvConfig
-from hermes_envs.files import write_whole
-from hermes_envs.record_files import EVAL_RECORDS, cut_strings, records_path
-from hermes_envs.redaction import Redactor
-from hermes_envs.resume import GroupLog, item_seed
-from hermes_envs.rollout import RolloutOutcome
-from hermes_envs.scoring.group import wire_messages
+from hermes_envs._env_config import HermesAgentEnvConfig
+from hermes_envs._files import write_whole
+from hermes_envs._record_files import EVAL_RECORDS, cut_strings, records_path
+from hermes_envs._redaction import Redactor
+from hermes_envs._resume import GroupLog, item_seed
+from hermes_envs._rollout import RolloutOutcome
+from hermes_envs.scoring._group import wire_messages
 
 __all__ = [
     "EVAL_RECORDS",

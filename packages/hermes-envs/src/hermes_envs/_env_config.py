@@ -14,7 +14,7 @@ from typing import Any
 from atroposlib.envs.base import BaseEnvConfig, EvalHandlingEnum
 from pydantic import Field, field_validator, model_validator
 
-from hermes_envs.toolsets import AGENT_TOOLSETS
+from hermes_envs._toolsets import AGENT_TOOLSETS
 from hermes_parsers import get_parser, list_parsers
 from hermes_sandbox import default_backends
 

@@ -3,7 +3,7 @@
 
 The tokens (and the line) of a group are made in one hand-off to the environment's
 tokenizer thread, or, in Phase 1 ``process`` where it can stand in for the environment,
-in the token worker process (``hermes_envs.scoring.token_worker``), whose first line is
+in the token worker process (``hermes_envs.scoring._token_worker``), whose first line is
 checked against the thread's own. Turns whose tokens did not extend the previous ones
 (drift) are logged and counted in the run's ``RunStats.token_drift``.
 """
@@ -18,17 +18,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hermes_envs.group_file import GroupFile
-from hermes_envs.scoring.group import ScoredRollout, scored_group, skip_reason
-from hermes_envs.scoring.token_worker import TokenWorker, TokenWorkerUnavailable
-from hermes_envs.scoring.tokens import TokenizedRollout
-from hermes_envs.stats import RunStats
+from hermes_envs._group_file import GroupFile
+from hermes_envs._stats import RunStats
+from hermes_envs.scoring._group import ScoredRollout, scored_group, skip_reason
+from hermes_envs.scoring._token_worker import TokenWorker, TokenWorkerUnavailable
+from hermes_envs.scoring._tokens import TokenizedRollout
 
 if TYPE_CHECKING:
     from atroposlib.envs.base import ScoredDataGroup
 
-    from hermes_envs.env_config import HermesAgentEnvConfig
-    from hermes_envs.rollout import RolloutOutcome
+    from hermes_envs._env_config import HermesAgentEnvConfig
+    from hermes_envs._rollout import RolloutOutcome
     from hermes_loop import AgentResult, ToolSet
 
 __all__ = ["GroupWriter", "Scored", "log_drift"]

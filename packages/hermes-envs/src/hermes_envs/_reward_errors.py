@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from hermes_envs.errors import RewardFunctionError
+from hermes_envs._errors import RewardFunctionError
 
 __all__ = ["RewardError", "RewardErrors", "RewardFunctionError"]
 

@@ -10,7 +10,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
-from hermes_envs.files import write_whole
+from hermes_envs._files import write_whole
 
 __all__ = ["fill_template", "write_page_text"]
 

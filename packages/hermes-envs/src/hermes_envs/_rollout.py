@@ -1,11 +1,11 @@
 """One rollout: a sandbox for its task id, the agent run, the reward, the sandbox closed.
 
-The agent runs through ``hermes_envs.agent_run.run_agent`` (as hermes-bench's agents
+The agent runs through ``hermes_envs._agent_run.run_agent`` (as hermes-bench's agents
 do): whatever breaks outside the model (the sandbox would not start or died, the model
 endpoint failed after its retries) becomes an ``InfraFailure``: recorded, retried by the
 caller, never scored as the model's 0. Reward code that raises (or returns no number) is
 the environment's bug: a ``RewardError``, never retried and never scored
-(``hermes_envs.reward_errors``); a ``SandboxError`` it raises (the sandbox died under
+(``hermes_envs._reward_errors``); a ``SandboxError`` it raises (the sandbox died under
 it) is still the infrastructure's.
 """
 
@@ -16,8 +16,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_envs.agent_run import InfraFailure, describe, run_agent
-from hermes_envs.reward_errors import RewardError
+from hermes_envs._agent_run import InfraFailure, describe, run_agent
+from hermes_envs._reward_errors import RewardError
 from hermes_loop import AgentLoop, AgentResult
 from hermes_sandbox import SandboxError, SandboxPool, ToolContext
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hermes_envs.errors import DatasetLoadError
+from hermes_envs._errors import DatasetLoadError
 
 __all__ = ["DEFAULT_HINT", "FILE_FORMATS", "load_items"]
 

@@ -25,20 +25,20 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic
 from atroposlib.envs.base import BaseEnv
 from atroposlib.envs.server_handling.server_manager import APIServerConfig, ServerBaseline
 
-from hermes_envs.cli import run_cli
-from hermes_envs.endpoints import atropos_copy, checked_servers, make_endpoint
-from hermes_envs.env_config import HermesAgentEnvConfig
-from hermes_envs.errors import EnvSetupError, TokenizerLoadError
-from hermes_envs.preflight import (
+from hermes_envs._cli import run_cli
+from hermes_envs._endpoints import atropos_copy, checked_servers, make_endpoint
+from hermes_envs._env_config import HermesAgentEnvConfig
+from hermes_envs._errors import EnvSetupError, TokenizerLoadError
+from hermes_envs._preflight import (
     CLOUD_BACKENDS,
     check_backend,
     check_endpoints,
     check_isolation,
     start_wandb,
 )
-from hermes_envs.redaction import Redactor, configured_secrets
-from hermes_envs.stats import ProgressReporter, RunStats
-from hermes_envs.tokenizer import shipped_tokenizer_dir
+from hermes_envs._redaction import Redactor, configured_secrets
+from hermes_envs._stats import ProgressReporter, RunStats
+from hermes_envs._tokenizer import shipped_tokenizer_dir
 from hermes_loop import AgentLoop, ChatServer, ToolSet
 from hermes_loop.templates import TransformersTokenizer
 from hermes_sandbox import SandboxClosedError, SandboxPool, SandboxStartError

@@ -14,9 +14,9 @@ from typing import Any
 
 from atroposlib.envs.server_handling.server_manager import APIServerConfig, ServerBaseline
 
-from hermes_envs.endpoint_limits import request_timeout
-from hermes_envs.env_config import HermesAgentEnvConfig
-from hermes_envs.preflight import check_endpoint_key
+from hermes_envs._endpoint_limits import request_timeout
+from hermes_envs._env_config import HermesAgentEnvConfig
+from hermes_envs._preflight import check_endpoint_key
 from hermes_loop import ChatServer, GenerateChatServer, OpenAIChatServer
 from hermes_loop.templates import TransformersTokenizer
 

@@ -43,7 +43,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes_envs.errors import EnvSetupError
+from hermes_envs._errors import EnvSetupError
 from hermes_sandbox import SandboxError, SandboxPool, create_sandbox
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from hermes_envs.record_files import EVAL_RECORDS, cut_strings, records_path
+from hermes_envs._record_files import EVAL_RECORDS, cut_strings, records_path
 
 __all__ = ["PAGE_BUDGET", "TEXT_CAP", "Output", "ViewData", "find_output", "load_output"]
 

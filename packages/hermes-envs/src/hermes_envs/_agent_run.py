@@ -1,7 +1,7 @@
 """One way to run an agent: an ``AgentLoop`` on a task's sandbox, its failure classified.
 
 Every caller that plays an agent runs it through :func:`run_agent`: the rollouts of
-``HermesAgentBaseEnv`` (``hermes_envs.rollout``), hermes-bench's ``HermesAgent`` and the
+``HermesAgentBaseEnv`` (``hermes_envs._rollout``), hermes-bench's ``HermesAgent`` and the
 YC-Bench environment. The rule they share: what the model did is the result (scored by
 the caller); what broke outside it is an :class:`InfraFailure` (retried by the caller,
 never scored), and each ``InfraError`` kind of the loop has one class

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_envs.scoring.tokens import TokenizedRollout
+from hermes_envs.scoring._tokens import TokenizedRollout
 
 __all__ = ["OPTIONAL_GROUP_FIELDS", "ScoredRollout", "scored_group", "skip_reason", "wire_messages"]
 

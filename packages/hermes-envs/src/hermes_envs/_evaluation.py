@@ -13,12 +13,12 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
-from hermes_envs.env_config import HermesAgentEnvConfig
-from hermes_envs.records import RolloutRecords
-from hermes_envs.reference import GroupPath, outcome_of_collect_trajectory
-from hermes_envs.rollout import RolloutOutcome
-from hermes_envs.scoring.group import wire_messages
-from hermes_envs.stats import ProgressReporter, RunStats
+from hermes_envs._env_config import HermesAgentEnvConfig
+from hermes_envs._records import RolloutRecords
+from hermes_envs._reference import GroupPath, outcome_of_collect_trajectory
+from hermes_envs._rollout import RolloutOutcome
+from hermes_envs._stats import ProgressReporter, RunStats
+from hermes_envs.scoring._group import wire_messages
 
 __all__ = ["eval_sample", "evaluate_and_log", "evaluate_items"]
 
@@ -40,7 +40,7 @@ class Evaluated(Protocol[ItemT_contra]):
 
     @property
     def rollout_records(self) -> RolloutRecords:
-        """Where evaluated items' records go (``hermes_envs.records``)."""
+        """Where evaluated items' records go (``hermes_envs._records``)."""
         ...
 
     async def run_rollouts(self, item: ItemT_contra, count: int) -> list[RolloutOutcome]:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from atroposlib.envs.server_handling.server_baseline import APIServerConfig, ServerBaseline
 from pydantic import ValidationError
 
-from hermes_envs.config_layers import (
+from hermes_envs._config_layers import (
     OPENAI_ALIASES,
     check_value,
     flag_section,
@@ -32,16 +32,16 @@ from hermes_envs.config_layers import (
     read_config_file,
     yaml_section,
 )
-from hermes_envs.errors import CliError, HermesEnvsError, TokenizerLoadError
-from hermes_envs.options_help import describe_options
-from hermes_envs.preflight import check_hub, check_writable
-from hermes_envs.progress import RichProgress
-from hermes_envs.redaction import redacting_logs
+from hermes_envs._errors import CliError, HermesEnvsError, TokenizerLoadError
+from hermes_envs._options_help import describe_options
+from hermes_envs._preflight import check_hub, check_writable
+from hermes_envs._progress import RichProgress
+from hermes_envs._redaction import redacting_logs
 from hermes_envs.runnable import RunnableEnv, RunnableEnvClass
 from hermes_sandbox import stop_on_sigterm
 
 if TYPE_CHECKING:
-    from hermes_envs.env_config import HermesAgentEnvConfig
+    from hermes_envs._env_config import HermesAgentEnvConfig
 
 __all__ = [
     "COMMANDS",
@@ -86,7 +86,7 @@ def resolve_config(env_cls: RunnableEnvClass, command: str, args: Sequence[str])
     """
     # Loaded by now: ``env_cls`` extends it. Imported here so that importing the command
     # line does not load Atropos' config module (and transformers with it).
-    from hermes_envs.env_config import HermesAgentEnvConfig
+    from hermes_envs._env_config import HermesAgentEnvConfig
 
     flags = parse_flags(args)
     config_path = flags.pop("config", None)
