@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_benchmarks.samples import sample_tasks_dir
+from hermes_benchmarks._samples import sample_tasks_dir
 from hermes_loop.server import ModelServerThread, Policy
 
 from .docker_support import run_bench

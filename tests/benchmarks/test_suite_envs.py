@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from hermes_benchmarks import load_tasks
+from hermes_benchmarks._config import HarnessSettings
 from hermes_benchmarks.cli import resolve
-from hermes_benchmarks.config import HarnessSettings
 from hermes_benchmarks.run import RESULTS_FILE, RUNS_FILE, SUMMARY_FILE
 from hermes_benchmarks.suites import TBLITE, TERMINALBENCH2
 from hermes_benchmarks.suites.tblite import TBLiteEvalEnv

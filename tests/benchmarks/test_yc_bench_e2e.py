@@ -23,9 +23,9 @@ import pytest
 from atroposlib.envs.server_handling.server_manager import APIServerConfig
 
 from hermes_benchmarks.yc_bench import YCBenchInstall, ensure_yc_bench, find_python
-from hermes_benchmarks.yc_bench.config import YCBenchEvalConfig
+from hermes_benchmarks.yc_bench._config import YCBenchEvalConfig
+from hermes_benchmarks.yc_bench._player import PLAYER_MODEL, greedy_player
 from hermes_benchmarks.yc_bench.env import YCBenchEvalEnv
-from hermes_benchmarks.yc_bench.player import PLAYER_MODEL, greedy_player
 from hermes_envs import EnvSetupError
 from hermes_loop.server import (
     Call,

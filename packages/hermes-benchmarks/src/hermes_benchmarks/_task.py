@@ -37,7 +37,7 @@ from pydantic import (
     model_validator,
 )
 
-from hermes_benchmarks.errors import TaskError
+from hermes_benchmarks._errors import TaskError
 from hermes_sandbox import default_backends
 
 log = logging.getLogger(__name__)

@@ -6,8 +6,8 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from hermes_benchmarks.config import as_list
-from hermes_benchmarks.yc_bench.install import YC_BENCH_VERSION
+from hermes_benchmarks._config import as_list
+from hermes_benchmarks.yc_bench._install import YC_BENCH_VERSION
 from hermes_envs import HermesAgentEnvConfig
 
 __all__ = ["DEFAULT_OUTPUT_DIR", "YCBenchEvalConfig"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-from hermes_benchmarks.errors import TaskError
+from hermes_benchmarks._errors import TaskError
 
 __all__ = ["sample_tasks_dir"]
 

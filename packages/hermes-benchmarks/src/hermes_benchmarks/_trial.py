@@ -18,9 +18,9 @@ failure kind it stops the attempt with:
    or the task verifies separately;
 5. shared mode: the agent's changes to the system are read from the daemon
    (:func:`~hermes_benchmarks.changes.system_changes`, the ``integrity`` timing) and the
-   tests run in the same sandbox (:func:`~hermes_benchmarks.verifier.verify`, reward read
+   tests run in the same sandbox (:func:`~hermes_benchmarks._verifier.verify`, reward read
    twice); separate mode: the agent's sandbox is closed and the tests run in a fresh one
-   holding only the kept artifacts (:func:`~hermes_benchmarks.verifier.verify_separately`).
+   holding only the kept artifacts (:func:`~hermes_benchmarks._verifier.verify_separately`).
 
 What the agent did is scored: a verifier that ends without a readable reward, a reward
 changed after the tests, tests past their timeout, and a sandbox stopped from inside
@@ -55,29 +55,29 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from hermes_benchmarks.agents import Agent
-from hermes_benchmarks.artifacts import ArtifactManifest, collect_artifacts, promote_folder
-from hermes_benchmarks.changes import SystemChanges, system_changes
-from hermes_benchmarks.errors import ImageError, TaskError, TrialInfraError
-from hermes_benchmarks.images import TaskImage, prepare_task_image
-from hermes_benchmarks.record import TrialRecord, agent_secrets, recording
-from hermes_benchmarks.results import (
+from hermes_benchmarks._agents import Agent
+from hermes_benchmarks._errors import ImageError, TaskError, TrialInfraError
+from hermes_benchmarks._record import TrialRecord, agent_secrets, recording
+from hermes_benchmarks._results import (
     Attempt,
     TrialResult,
     TrialStatus,
     failed_attempt,
     infra_attempt,
 )
+from hermes_benchmarks._settings import TrialSettings
+from hermes_benchmarks._task import Task, user_option
+from hermes_benchmarks._verifier import REWARD_SETTLE, verify, verify_separately
+from hermes_benchmarks.artifacts import ArtifactManifest, collect_artifacts, promote_folder
+from hermes_benchmarks.changes import SystemChanges, system_changes
+from hermes_benchmarks.images import TaskImage, prepare_task_image
 from hermes_benchmarks.sandboxes import (
     allows_internet,
     close_fully,
     sandbox_network,
     start_sandbox,
 )
-from hermes_benchmarks.settings import TrialSettings
-from hermes_benchmarks.task import Task, user_option
 from hermes_benchmarks.verdicts import ScoredFailure, sandbox_gone
-from hermes_benchmarks.verifier import REWARD_SETTLE, verify, verify_separately
 from hermes_sandbox import Sandbox, SandboxError
 
 __all__ = ["ARTIFACTS_DIR", "TrialSettings", "reverify_trial", "run_attempt", "run_trial"]
@@ -426,7 +426,7 @@ async def reverify_trial(
     run_id: str = "",
 ) -> TrialResult:
     """Verify ``original`` again from the artifacts kept in ``folder``, in a fresh verifier
-    sandbox (:func:`~hermes_benchmarks.verifier.verify_separately`), without the agent.
+    sandbox (:func:`~hermes_benchmarks._verifier.verify_separately`), without the agent.
 
     Up to ``1 + infra_retries`` attempts. The result keeps the original's trial, agent,
     difficulty, artifacts and extra, adds ``extra["rescored_from"]`` (the original

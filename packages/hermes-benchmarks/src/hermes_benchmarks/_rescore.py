@@ -33,13 +33,16 @@ from pathlib import Path
 
 from rich.console import Console
 
+from hermes_benchmarks._config import BenchConfig
+from hermes_benchmarks._errors import ArtifactsError, RescoreError, ResultsFileError, TaskError
+from hermes_benchmarks._image_map import ImageMap
+from hermes_benchmarks._report import results_tables
+from hermes_benchmarks._results import ResultsLog, TrialResult
+from hermes_benchmarks._summary import RunSummary, summarize
+from hermes_benchmarks._task import Task, load_task
+from hermes_benchmarks._trial import TrialSettings, reverify_trial
 from hermes_benchmarks.artifacts import ArtifactManifest
-from hermes_benchmarks.config import BenchConfig
-from hermes_benchmarks.errors import ArtifactsError, RescoreError, ResultsFileError, TaskError
-from hermes_benchmarks.image_map import ImageMap
 from hermes_benchmarks.progress import RunDisplay
-from hermes_benchmarks.report import results_tables
-from hermes_benchmarks.results import ResultsLog, TrialResult
 from hermes_benchmarks.run import (
     RESULTS_FILE,
     SUMMARY_FILE,
@@ -47,9 +50,6 @@ from hermes_benchmarks.run import (
     open_results,
     run_jobs,
 )
-from hermes_benchmarks.summary import RunSummary, summarize
-from hermes_benchmarks.task import Task, load_task
-from hermes_benchmarks.trial import TrialSettings, reverify_trial
 from hermes_sandbox.backends.docker import RUN_ID
 
 __all__ = ["RESCORE_DIR", "RescorePlan", "plan_rescore", "rescore_command", "rescore_run"]

@@ -6,7 +6,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Final
 
-from hermes_benchmarks.view.records import RunData
+from hermes_benchmarks.view._records import RunData
 from hermes_envs.view import fill_template, write_page_text
 
 __all__ = ["PAGE_NAME", "render_page", "write_page"]

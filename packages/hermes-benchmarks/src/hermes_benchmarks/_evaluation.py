@@ -11,17 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from hermes_benchmarks.agents import Agent, load_agent
-from hermes_benchmarks.config import HarnessSettings, Suite, leaderboard_problems
+from hermes_benchmarks._agents import Agent, load_agent
+from hermes_benchmarks._config import HarnessSettings, Suite, leaderboard_problems
+from hermes_benchmarks._errors import DatasetError, SettingsError
+from hermes_benchmarks._image_map import ImageMap
+from hermes_benchmarks._oracle import OracleAgent
+from hermes_benchmarks._results import TrialResult
+from hermes_benchmarks._summary import RunSummary
+from hermes_benchmarks._task import Task, load_tasks
+from hermes_benchmarks._trial import TrialSettings
 from hermes_benchmarks.dataset import load_dataset_tasks
-from hermes_benchmarks.errors import DatasetError, SettingsError
-from hermes_benchmarks.image_map import ImageMap
-from hermes_benchmarks.oracle import OracleAgent
-from hermes_benchmarks.results import TrialResult
 from hermes_benchmarks.run import RunProgress, run_benchmark
-from hermes_benchmarks.summary import RunSummary
-from hermes_benchmarks.task import Task, load_tasks
-from hermes_benchmarks.trial import TrialSettings
 
 __all__ = [
     "choose_agent",

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hermes_benchmarks.errors import TrialInfraError
-from hermes_benchmarks.yc_bench.install import YCBenchInstall
-from hermes_benchmarks.yc_bench.score import SimOutcome, read_outcome
+from hermes_benchmarks._errors import TrialInfraError
+from hermes_benchmarks.yc_bench._install import YCBenchInstall
+from hermes_benchmarks.yc_bench._score import SimOutcome, read_outcome
 from hermes_sandbox import DEFAULT_PATH, Sandbox
 
 __all__ = [

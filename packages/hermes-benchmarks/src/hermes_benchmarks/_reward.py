@@ -12,7 +12,7 @@ import json
 import math
 from collections.abc import Mapping
 
-from hermes_benchmarks.errors import RewardError
+from hermes_benchmarks._errors import RewardError
 
 __all__ = ["REWARD_FILES", "parse_reward"]
 

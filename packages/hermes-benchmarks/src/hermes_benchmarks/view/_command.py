@@ -6,8 +6,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from hermes_benchmarks.view.page import PAGE_NAME, render_page
-from hermes_benchmarks.view.records import load_run
+from hermes_benchmarks.view._page import PAGE_NAME, render_page
+from hermes_benchmarks.view._records import load_run
 from hermes_envs.view import parse_view_args, publish
 
 __all__ = ["VIEW_USAGE", "view_main"]

@@ -21,7 +21,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from hermes_benchmarks.errors import HermesBenchmarksError
+from hermes_benchmarks._errors import HermesBenchmarksError
 
 __all__ = [
     "MIN_PYTHON",

@@ -13,9 +13,9 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 
-from hermes_benchmarks.agents import HermesAgent
-from hermes_benchmarks.errors import TrialInfraError
-from hermes_benchmarks.task import Task
+from hermes_benchmarks._agents import HermesAgent
+from hermes_benchmarks._errors import TrialInfraError
+from hermes_benchmarks._task import Task
 from hermes_loop.server import Call, ModelRequest, ModelServer, Policy, Turn
 from hermes_sandbox import Sandbox
 

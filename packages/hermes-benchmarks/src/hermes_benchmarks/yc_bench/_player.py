@@ -19,7 +19,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from hermes_benchmarks.yc_bench.sim import last_json
+from hermes_benchmarks.yc_bench._sim import last_json
 from hermes_loop.server import Call, ModelRequest, Turn
 
 __all__ = ["PLAYER_MODEL", "greedy_player", "terminal_steps"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from hermes_benchmarks.summary import GroupSummary, RunSummary
+from hermes_benchmarks._summary import GroupSummary, RunSummary
 
 __all__ = ["results_tables"]
 

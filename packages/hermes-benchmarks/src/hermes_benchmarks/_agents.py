@@ -7,7 +7,7 @@ left keep running, as services the tests may probe): an agent cannot opt out of 
 
 - :class:`HermesAgent`: the hermes agent loop on an OpenAI-compatible endpoint, with the
   ``terminal`` and ``file`` tools bound to the trial's sandbox (the default).
-- :class:`~hermes_benchmarks.oracle.OracleAgent`: the task's reference solution played
+- :class:`~hermes_benchmarks._oracle.OracleAgent`: the task's reference solution played
   through the same loop by a scripted model server.
 - a user's class, named ``module:Class`` (harbor's custom-agent convention), loaded with
   :func:`load_agent`.
@@ -26,9 +26,9 @@ import os
 from collections.abc import Sequence
 from typing import Any, Final, Protocol, runtime_checkable
 
-from hermes_benchmarks.errors import AgentLoadError, TrialInfraError
-from hermes_benchmarks.record import current_record
-from hermes_benchmarks.task import Task
+from hermes_benchmarks._errors import AgentLoadError, TrialInfraError
+from hermes_benchmarks._record import current_record
+from hermes_benchmarks._task import Task
 from hermes_envs import SANDBOX_FAILURES, InfraFailure, run_agent
 from hermes_loop import (
     AgentLoop,
@@ -212,7 +212,7 @@ class HermesAgent:
             log.warning("could not keep the agent's conversation in %s: %s", record.folder, error)
 
 
-#: The trial error kind (``hermes_benchmarks.results.ErrorKind``) of each stage of an
+#: The trial error kind (``hermes_benchmarks._results.ErrorKind``) of each stage of an
 #: agent run's infrastructure failure (``hermes_envs.infra_stage``): a tool
 #: that found its sandbox gone is an ``agent_crash``, which the trial runner then
 #: attributes to the agent (scored) when the sandbox was stopped from inside.

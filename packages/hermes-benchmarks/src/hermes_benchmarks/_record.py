@@ -5,7 +5,7 @@ In a trial's folder (``output_dir/artifacts/<task>/<trial>/``):
 - ``agent/trajectory.json``: the agent's conversation as harbor's ATIF trajectory
   (every message, tool call and output, reasoning, per-turn usage and timings), and
   ``agent/messages.json``: the same rollout as our own ``AgentResult`` (replayable with
-  the model server's ``Replay``); written by :class:`~hermes_benchmarks.agents.HermesAgent`
+  the model server's ``Replay``); written by :class:`~hermes_benchmarks._agents.HermesAgent`
   (and so by the oracle, whose ``solve.sh`` output is the first tool output) and by any
   agent that calls :func:`current_record`;
 - ``agent/output.txt``: what a ``module:Class`` agent wrote there itself;
@@ -127,7 +127,7 @@ class TrialRecord:
 
 def agent_secrets(agent: object) -> list[str]:
     """The secrets an agent holds (its ``secrets()``, when it has one; e.g. the API key
-    :class:`~hermes_benchmarks.agents.HermesAgent` sends), never to be written."""
+    :class:`~hermes_benchmarks._agents.HermesAgent` sends), never to be written."""
     method = getattr(agent, "secrets", None)
     if not callable(method):
         return []

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from hermes_benchmarks.image_map import ImageMap
+from hermes_benchmarks._image_map import ImageMap
 
 __all__ = ["TrialSettings"]
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hermes_benchmarks.results import TrialResult
+from hermes_benchmarks._results import TrialResult
 
 __all__ = ["GroupSummary", "RunSummary", "TaskSummary", "pass_at_k", "summarize"]
 

@@ -28,14 +28,14 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from hermes_benchmarks._errors import ArtifactsError, ImageError, RewardError, TrialInfraError
+from hermes_benchmarks._record import TrialRecord
+from hermes_benchmarks._reward import REWARD_FILES, parse_reward
+from hermes_benchmarks._settings import TrialSettings
+from hermes_benchmarks._task import Task
 from hermes_benchmarks.artifacts import ArtifactManifest, restore_artifacts
-from hermes_benchmarks.errors import ArtifactsError, ImageError, RewardError, TrialInfraError
 from hermes_benchmarks.images import build_verifier_image
-from hermes_benchmarks.record import TrialRecord
-from hermes_benchmarks.reward import REWARD_FILES, parse_reward
 from hermes_benchmarks.sandboxes import close_fully, start_sandbox
-from hermes_benchmarks.settings import TrialSettings
-from hermes_benchmarks.task import Task
 from hermes_benchmarks.verdicts import ScoredFailure, backend_answers, sandbox_gone
 from hermes_sandbox import ExecResult, FileChangedError, Sandbox, SandboxError
 from hermes_sandbox.backends.docker import DockerDaemon

@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar, cast, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from hermes_benchmarks.errors import OutputFolderError, ResultsFileError
+from hermes_benchmarks._errors import OutputFolderError, ResultsFileError
 from hermes_sandbox import finish
 
 __all__ = [

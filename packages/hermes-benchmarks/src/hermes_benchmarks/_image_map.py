@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from hermes_benchmarks.errors import ImageMapError
+from hermes_benchmarks._errors import ImageMapError
 from hermes_sandbox import image_references, rewrite_references
 
 __all__ = ["DockerfileBases", "ImageMap", "normalize_image"]

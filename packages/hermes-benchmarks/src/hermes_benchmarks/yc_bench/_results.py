@@ -1,7 +1,7 @@
 """A YC-Bench run's result line, the run summary and its table.
 
 Each finished (preset, seed) run is one line of ``results.jsonl`` written through
-:class:`~hermes_benchmarks.results.ResultsLog` (fsynced, resumable): the harness's
+:class:`~hermes_benchmarks._results.ResultsLog` (fsynced, resumable): the harness's
 common fields (``task`` = the preset, ``trial`` = the seed, ``status``, ``reward`` = the
 score, ``error_kind``, ``attempts``) plus ``preset``, ``seed``, ``survival``,
 ``funds_cents``, ``normalised_funds``, ``score``, ``terminal_reason``. ``status`` is
@@ -20,7 +20,7 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 from rich.table import Table
 
-from hermes_benchmarks.results import TrialResult
+from hermes_benchmarks._results import TrialResult
 
 __all__ = ["PresetSummary", "YCRunResult", "YCSummary", "read_runs", "summarize_runs", "table"]
 
