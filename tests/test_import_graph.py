@@ -301,7 +301,7 @@ def test_the_server_and_the_templates_use_only_the_errors_and_the_templates() ->
     separate parts: the server builds on the templates and the errors only, the templates
     on the errors only (either may use the lazy-export helper)."""
     graph = package_graph("hermes_loop")
-    allowed = {"hermes_loop", "hermes_loop.errors", "hermes_loop._lazy"}
+    allowed = {"hermes_loop", "hermes_loop._errors", "hermes_loop._lazy"}
     templates = loop_imports(graph, "templates")
     assert len(templates) > 5
     for module, wanted in templates.items():

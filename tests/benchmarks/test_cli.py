@@ -170,7 +170,7 @@ def test_help_imports_neither_the_endpoints_nor_atropos() -> None:
         "import sys\n"
         "from hermes_benchmarks.cli import main\n"
         "main(['--help'])\n"
-        "heavy = [m for m in ('openai', 'atroposlib', 'hermes_loop.loop', 'datasets')"
+        "heavy = [m for m in ('openai', 'atroposlib', 'hermes_loop._loop', 'datasets')"
         " if m in sys.modules]\n"
         "print(heavy, file=sys.stderr)\n"
     )

@@ -11,7 +11,7 @@ against its ``HermesAgentBaseEnv``.
   Atropos' default does, dropping the rollouts that returned ``None``).
 - ``RunScope``: what a running environment binds for code written in the reference's
   spelling: ``HermesAgentLoop(server=self.server, tool_schemas=..., ...)`` gets the
-  environment's endpoints (round robin) and tool handlers (``hermes_loop.scope``), and
+  environment's endpoints (round robin) and tool handlers (``hermes_loop.bind_loop_scope``), and
   ``ToolContext(task_id)`` the environment's sandbox pool (``hermes_sandbox.ToolContext``).
 - ``resolve_tools_for_group``, ``collect_one`` and ``collect_by_trajectory``: the bodies
   of ``_resolve_tools_for_group()``, ``collect_trajectory()`` and the per-rollout

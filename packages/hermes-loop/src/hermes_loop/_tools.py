@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from hermes_loop.errors import ToolDefinitionError
+from hermes_loop._errors import ToolDefinitionError
 
 __all__ = ["Handler", "Tool", "ToolCheck", "ToolInvocation", "ToolLike", "check_tool"]
 

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from hermes_loop.errors import EndpointErrorKind, ResultFormatError
+from hermes_loop._errors import EndpointErrorKind, ResultFormatError
 
 __all__ = [
     "AgentResult",

@@ -13,12 +13,12 @@ from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_loop.errors import HermesLoopError, ToolInfrastructureError
-from hermes_loop.handler_pool import HandlerThreadPool
-from hermes_loop.output import cap_output, to_text
-from hermes_loop.result import ToolError, ToolErrorKind
-from hermes_loop.tools import ToolCheck, ToolInvocation, ToolLike
-from hermes_loop.toolsets import ToolSet
+from hermes_loop._errors import HermesLoopError, ToolInfrastructureError
+from hermes_loop._handler_pool import HandlerThreadPool
+from hermes_loop._output import cap_output, to_text
+from hermes_loop._result import ToolError, ToolErrorKind
+from hermes_loop._tools import ToolCheck, ToolInvocation, ToolLike
+from hermes_loop._toolsets import ToolSet
 
 __all__ = ["ToolInfrastructureError", "ToolNotStartedError", "ToolOutcome", "ToolRunner"]
 

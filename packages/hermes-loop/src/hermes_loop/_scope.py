@@ -18,8 +18,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from hermes_loop._tools import ToolLike
 from hermes_loop.endpoints._base import ChatServer
-from hermes_loop.tools import ToolLike
 
 __all__ = ["LoopScope", "bind_loop_scope", "current_loop_scope"]
 

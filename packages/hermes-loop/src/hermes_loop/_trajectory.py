@@ -1,6 +1,6 @@
 """A rollout as harbor's ATIF trajectory (Agent Trajectory Interchange Format).
 
-``atif_trajectory(result, ...)`` turns an :class:`~hermes_loop.result.AgentResult` into
+``atif_trajectory(result, ...)`` turns an :class:`~hermes_loop._result.AgentResult` into
 the JSON object harbor writes as ``trajectory.json`` per trial (RFC 0001 of
 harbor-framework/harbor; schema version :data:`ATIF_VERSION`), so that tools built for
 harbor's trajectories (its viewer, SFT/RL converters) read ours:
@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from hermes_loop.result import AgentResult, TurnRecord
+from hermes_loop._result import AgentResult, TurnRecord
 
 __all__ = ["ATIF_VERSION", "atif_trajectory"]
 

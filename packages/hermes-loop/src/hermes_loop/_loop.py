@@ -9,11 +9,10 @@ from concurrent.futures import Executor
 from dataclasses import replace
 from typing import Any
 
-from hermes_loop.dispatch import ToolRunner
-from hermes_loop.endpoints._base import ChatServer, SamplingParams
-from hermes_loop.errors import EndpointError, InvalidMessagesError, ToolDefinitionError
-from hermes_loop.handler_pool import HandlerThreadPool
-from hermes_loop.result import (
+from hermes_loop._dispatch import ToolRunner
+from hermes_loop._errors import EndpointError, InvalidMessagesError, ToolDefinitionError
+from hermes_loop._handler_pool import HandlerThreadPool
+from hermes_loop._result import (
     AgentResult,
     InfraError,
     RolloutProgress,
@@ -21,9 +20,10 @@ from hermes_loop.result import (
     ToolError,
     TurnRecord,
 )
-from hermes_loop.scope import LoopScope, current_loop_scope
-from hermes_loop.tools import Tool, ToolLike
-from hermes_loop.toolsets import ToolSet
+from hermes_loop._scope import LoopScope, current_loop_scope
+from hermes_loop._tools import Tool, ToolLike
+from hermes_loop._toolsets import ToolSet
+from hermes_loop.endpoints._base import ChatServer, SamplingParams
 
 __all__ = ["AgentLoop", "HermesAgentLoop"]
 
@@ -211,7 +211,7 @@ class HermesAgentLoop(AgentLoop):
 
     - ``server``: a ``ChatServer``; anything else (Atropos' server manager or a managed
       server, as the reference passes ``self.server``) means the endpoint of the
-      ``LoopScope`` the running environment bound (``hermes_loop.scope``).
+      ``LoopScope`` the running environment bound (``hermes_loop._scope``).
     - ``tool_schemas``: OpenAI tool schemas; each one's handler is the tool of that name
       in ``tools`` if given, else in the bound scope. ``valid_tool_names``, when given,
       keeps only those names (as the reference's loop rejects any other call).

@@ -6,8 +6,8 @@ import random
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
-from hermes_loop.errors import HermesLoopError, ToolDefinitionError
-from hermes_loop.tools import Tool, ToolLike, check_tool
+from hermes_loop._errors import HermesLoopError, ToolDefinitionError
+from hermes_loop._tools import Tool, ToolLike, check_tool
 
 __all__ = ["ToolRegistry", "ToolSet", "UnknownToolsetError"]
 
