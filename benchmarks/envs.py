@@ -49,10 +49,9 @@ from typing import Any
 
 from atroposlib.envs.server_handling.server_manager import APIServerConfig
 
-from hermes_envs import HermesAgentBaseEnv, HermesAgentEnvConfig
-from hermes_envs.cli import run_command
+from hermes_envs import HermesAgentBaseEnv, HermesAgentEnvConfig, run_command
+from hermes_envs._run_api import RunApiProcess, child_environment, stop_process
 from hermes_envs.envs.terminal_test import shipped_tokenizer_dir
-from hermes_envs.run_api import RunApiProcess, child_environment, stop_process
 from hermes_loop import AgentLoop, AgentResult, ChatServer, Tool, ToolRegistry
 from hermes_loop.endpoints import ChatSession, ModelTurn, SamplingParams
 from hermes_loop.server import ModelServerProcess

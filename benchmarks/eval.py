@@ -29,9 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from hermes_benchmarks import OracleAgent, TrialResult, TrialSettings, load_tasks
+from hermes_benchmarks import OracleAgent, TrialResult, TrialSettings, load_tasks, sample_tasks_dir
 from hermes_benchmarks.run import RESULTS_FILE, run_benchmark
-from hermes_benchmarks.samples import sample_tasks_dir
 from hermes_sandbox.backends.docker import (
     DEFAULT_IMAGE,
     DockerDaemon,

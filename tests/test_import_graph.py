@@ -174,10 +174,11 @@ def declared_surface(files: dict[str, Path]) -> dict[str, set[str]]:
     ``__all__`` and that of every public subpackage (a folder whose dotted name has no
     part starting with ``_``, e.g. ``hermes_loop.server``, ``hermes_sandbox.tools``).
 
-    A plain module's ``__all__`` (``hermes_envs.cli``, ``hermes_sandbox.shell``) says what
-    its own package's modules use; it is not a promise to other packages. The surface is
-    what the packages' exported-members tests pin, so a name another package imports is a
-    pinned name. A public subpackage is also importable as a module.
+    A plain module's ``__all__`` (``hermes_envs.launcher``,
+    ``hermes_sandbox.backends.option_check``) says what its own package's modules use; it
+    is not a promise to other packages. The surface is what the packages' exported-members
+    tests pin, so a name another package imports is a pinned name. A public subpackage is
+    also importable as a module.
     """
     surface: dict[str, set[str]] = {}
     for module, path in files.items():
@@ -300,7 +301,7 @@ def test_the_server_and_the_templates_use_only_the_errors_and_the_templates() ->
     separate parts: the server builds on the templates and the errors only, the templates
     on the errors only (either may use the lazy-export helper)."""
     graph = package_graph("hermes_loop")
-    allowed = {"hermes_loop", "hermes_loop.errors", "hermes_loop._lazy"}
+    allowed = {"hermes_loop", "hermes_loop._errors", "hermes_loop._lazy"}
     templates = loop_imports(graph, "templates")
     assert len(templates) > 5
     for module, wanted in templates.items():

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hermes_benchmarks.samples import sample_tasks_dir
+from hermes_benchmarks import sample_tasks_dir
 from hermes_sandbox.backends.docker import (
     DEFAULT_IMAGE,
     DockerDaemon,

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from hermes_benchmarks import Agent, AgentLoadError, HermesAgent, load_agent, load_task
-from hermes_benchmarks.agents import trial_infra_error
-from hermes_benchmarks.errors import TrialInfraError
-from hermes_envs.agent_run import InfraFailure
+from hermes_benchmarks._agents import trial_infra_error
+from hermes_benchmarks._errors import TrialInfraError
+from hermes_envs import InfraFailure
 from hermes_loop.server import Call, ModelServer, Script, Turn
 from hermes_sandbox import create_sandbox
 from tests.benchmarks.docker_support import SHIPPED

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from hermes_benchmarks._config import leaderboard_problems
 from hermes_benchmarks.cli import USAGE, resolve
-from hermes_benchmarks.config import leaderboard_problems
 from hermes_benchmarks.suites import SUITES, TBLITE, TERMINALBENCH2, default_yaml
 from tests.benchmarks.docker_support import SHIPPED, docker_skip_reason, run_bench
 
@@ -170,7 +170,7 @@ def test_help_imports_neither_the_endpoints_nor_atropos() -> None:
         "import sys\n"
         "from hermes_benchmarks.cli import main\n"
         "main(['--help'])\n"
-        "heavy = [m for m in ('openai', 'atroposlib', 'hermes_loop.loop', 'datasets')"
+        "heavy = [m for m in ('openai', 'atroposlib', 'hermes_loop._loop', 'datasets')"
         " if m in sys.modules]\n"
         "print(heavy, file=sys.stderr)\n"
     )
@@ -231,7 +231,7 @@ def test_a_run_with_nothing_scored_exits_non_zero(tmp_path: Path) -> None:
 
 
 def test_command_help_lists_every_option_and_version_answers() -> None:
-    from hermes_benchmarks.config import BenchConfig, OpenAISection
+    from hermes_benchmarks._config import BenchConfig, OpenAISection
 
     done = run_bench("tblite", "evaluate", "--help")
     assert (done.returncode, done.stderr) == (0, "")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_benchmarks.samples import sample_tasks_dir
+from hermes_benchmarks._samples import sample_tasks_dir
 from hermes_loop.server import ModelServerThread, Policy
 
 from .docker_support import run_bench
@@ -70,7 +70,7 @@ def test_an_output_folder_that_cannot_be_made_is_named(tmp_path: Path) -> None:
         str(blocker / "run"),
     )
     error = _one_error(done)
-    assert f"cannot write to {blocker / 'run'}" in error
+    assert f"output folder {blocker / 'run'} cannot be written" in error
     assert "--env.output_dir" in error
 
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from hermes_benchmarks import load_tasks
-from hermes_benchmarks.config import BenchConfig
+from hermes_benchmarks._config import BenchConfig
+from hermes_benchmarks._errors import DatasetError, TaskError
+from hermes_benchmarks._evaluation import load_suite_tasks
 from hermes_benchmarks.dataset import load_dataset_tasks, materialize_row
-from hermes_benchmarks.errors import DatasetError, TaskError
-from hermes_benchmarks.evaluation import load_suite_tasks
 from hermes_benchmarks.suites import TBLITE, TERMINALBENCH2
 from tests.benchmarks.dataset_fixture import (
     Row,

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from hermes_benchmarks import OracleAgent, Task, TrialSettings, load_tasks
-from hermes_benchmarks.errors import OutputFolderError, ResultsFileError
-from hermes_benchmarks.results import Attempt, FolderLock, TrialResult
+from hermes_benchmarks._errors import OutputFolderError, ResultsFileError
+from hermes_benchmarks._results import Attempt, FolderLock, TrialResult
 from hermes_benchmarks.run import RESULTS_FILE, run_benchmark
 from hermes_sandbox import Sandbox
 from tests.benchmarks.docker_support import SHIPPED, docker_skip_reason, hermes_bench
@@ -55,7 +55,7 @@ def test_a_lock_left_by_a_killed_run_does_not_stop_the_next(tmp_path: Path) -> N
         [
             sys.executable,
             "-c",
-            "import sys, pathlib, time; from hermes_benchmarks.results import FolderLock; "
+            "import sys, pathlib, time; from hermes_benchmarks._results import FolderLock; "
             "FolderLock.acquire(pathlib.Path(sys.argv[1])); print('held', flush=True); "
             "time.sleep(600)",
             str(tmp_path),
@@ -186,5 +186,5 @@ def test_a_read_only_output_folder_is_refused_in_one_line(tmpfs: Path) -> None:
     assert run.returncode == 1
     assert err.strip().splitlines() == [
         f"error: output folder {tmpfs / 'out'} cannot be written (Read-only file system): "
-        "make it writable or choose another output_dir"
+        "make it writable or pass --env.output_dir another folder"
     ]

@@ -12,8 +12,8 @@ from io import StringIO
 import pytest
 from rich.console import Console
 
+from hermes_benchmarks._results import Attempt, TrialResult
 from hermes_benchmarks.progress import RunDisplay, counts_line
-from hermes_benchmarks.results import Attempt, TrialResult
 from hermes_benchmarks.run import RunProgress
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from hermes_benchmarks import HermesAgent, OracleAgent, TrialSettings, load_task, run_trial
-from hermes_benchmarks.record import REDACTED, TrialRecord, agent_secrets
+from hermes_benchmarks._record import REDACTED, TrialRecord, agent_secrets
 from hermes_loop.server import Call, ModelServer, Script, Turn
 from tests.benchmarks.docker_support import SHIPPED, docker_skip_reason
 

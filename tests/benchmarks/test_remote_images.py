@@ -20,9 +20,9 @@ pytest.importorskip("daytona", reason="the Daytona SDK is not installed (hermes-
 import daytona
 
 from hermes_benchmarks import ImageError, ImageMap, Task, TrialSettings, load_task, run_trial
+from hermes_benchmarks._results import Attempt
+from hermes_benchmarks._trial import run_attempt
 from hermes_benchmarks.images import prepare_task_image
-from hermes_benchmarks.results import Attempt
-from hermes_benchmarks.trial import run_attempt
 from hermes_sandbox import Sandbox
 from hermes_sandbox.backends.cloud.daytona import DAYTONA_START_MARGIN
 from tests.benchmarks.docker_support import SHIPPED

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hermes_benchmarks import Attempt, RescoreError, TrialResult
-from hermes_benchmarks.rescore import plan_rescore
+from hermes_benchmarks._rescore import plan_rescore
 
 
 def write_run(out: Path, *results: TrialResult) -> None:

@@ -8,8 +8,8 @@ import asyncio
 import pytest
 
 from hermes_benchmarks import load_task
+from hermes_benchmarks._verifier import QUIET_CHECK, verify
 from hermes_benchmarks.verdicts import ScoredFailure
-from hermes_benchmarks.verifier import QUIET_CHECK, verify
 from hermes_sandbox import Sandbox, create_sandbox
 from tests.benchmarks.docker_support import SHIPPED, docker_skip_reason
 

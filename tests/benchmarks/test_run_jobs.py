@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from hermes_benchmarks import Attempt, ResultsFileError, TrialResult
+from hermes_benchmarks._summary import RunSummary, summarize
 from hermes_benchmarks.run import (
     RESULTS_FILE,
     RUNS_FILE,
@@ -20,8 +21,7 @@ from hermes_benchmarks.run import (
     open_results,
     run_jobs,
 )
-from hermes_benchmarks.summary import RunSummary, summarize
-from hermes_benchmarks.yc_bench.results import YCRunResult, YCSummary, summarize_runs
+from hermes_benchmarks.yc_bench._results import YCRunResult, YCSummary, summarize_runs
 from hermes_sandbox.backends.docker import RUN_ID
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from hermes_benchmarks import load_tasks
-from hermes_benchmarks.samples import sample_tasks_dir
+from hermes_benchmarks._samples import sample_tasks_dir
 from tests.benchmarks.docker_support import run_bench
 
 ROOT = Path(__file__).resolve().parents[2]

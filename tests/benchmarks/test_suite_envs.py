@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 
 from hermes_benchmarks import load_tasks
+from hermes_benchmarks._config import HarnessSettings
 from hermes_benchmarks.cli import resolve
-from hermes_benchmarks.config import HarnessSettings
 from hermes_benchmarks.run import RESULTS_FILE, RUNS_FILE, SUMMARY_FILE
 from hermes_benchmarks.suites import TBLITE, TERMINALBENCH2
 from hermes_benchmarks.suites.tblite import TBLiteEvalEnv
 from hermes_benchmarks.suites.terminalbench2 import TerminalBench2EvalEnv
-from hermes_envs.cli import resolve_config
+from hermes_envs import resolve_config
 from hermes_loop.server import Call, ModelRequest, ModelServerThread, Policy, Turn
 from hermes_sandbox.backends.docker import list_containers
 from tests.benchmarks.dataset_fixture import shipped_rows, write_parquet_dataset

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from hermes_benchmarks import TaskError, load_task, load_tasks
-from hermes_benchmarks.samples import sample_tasks_dir
+from hermes_benchmarks._samples import sample_tasks_dir
 
 TOML = """\
 version = "1.0"

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from hermes_benchmarks._results import Attempt
 from hermes_benchmarks.cli import USAGE
 from hermes_benchmarks.cli import main as bench_main
-from hermes_benchmarks.results import Attempt
 from hermes_benchmarks.yc_bench import (
     YCBenchMissingError,
     YCRunResult,
@@ -29,9 +29,9 @@ from hermes_benchmarks.yc_bench import (
     read_runs,
     summarize_runs,
 )
-from hermes_benchmarks.yc_bench.config import YCBenchEvalConfig
-from hermes_benchmarks.yc_bench.player import terminal_steps
-from hermes_benchmarks.yc_bench.results import table
+from hermes_benchmarks.yc_bench._config import YCBenchEvalConfig
+from hermes_benchmarks.yc_bench._player import terminal_steps
+from hermes_benchmarks.yc_bench._results import table
 from hermes_loop.server import ModelRequest, ModelServerThread, Policy, Turn
 from hermes_parsers import get_parser
 

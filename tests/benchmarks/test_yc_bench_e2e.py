@@ -23,9 +23,9 @@ import pytest
 from atroposlib.envs.server_handling.server_manager import APIServerConfig
 
 from hermes_benchmarks.yc_bench import YCBenchInstall, ensure_yc_bench, find_python
-from hermes_benchmarks.yc_bench.config import YCBenchEvalConfig
+from hermes_benchmarks.yc_bench._config import YCBenchEvalConfig
+from hermes_benchmarks.yc_bench._player import PLAYER_MODEL, greedy_player
 from hermes_benchmarks.yc_bench.env import YCBenchEvalEnv
-from hermes_benchmarks.yc_bench.player import PLAYER_MODEL, greedy_player
 from hermes_envs import EnvSetupError
 from hermes_loop.server import (
     Call,
@@ -37,7 +37,7 @@ from hermes_loop.server import (
     PolicyFunction,
     Turn,
 )
-from hermes_sandbox.processes import DEFAULT_PATH
+from hermes_sandbox import DEFAULT_PATH
 
 PYTHON = find_python()
 pytestmark = pytest.mark.skipif(

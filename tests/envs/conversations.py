@@ -7,7 +7,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from hermes_envs.scoring.tokens import MASKED
+from hermes_envs.scoring._tokens import MASKED
 
 TOOLS = [
     {

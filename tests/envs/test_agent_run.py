@@ -9,10 +9,16 @@ from typing import Any, cast, get_args
 
 import pytest
 
-from hermes_envs.agent_run import SANDBOX_FAILURES, infra_stage, run_agent
-from hermes_loop import AgentLoop, OpenAIChatServer, RolloutProgress, Tool, ToolInvocation
-from hermes_loop.errors import EndpointErrorKind
-from hermes_loop.result import InfraErrorKind
+from hermes_envs._agent_run import SANDBOX_FAILURES, infra_stage, run_agent
+from hermes_loop import (
+    AgentLoop,
+    EndpointErrorKind,
+    InfraErrorKind,
+    OpenAIChatServer,
+    RolloutProgress,
+    Tool,
+    ToolInvocation,
+)
 from hermes_loop.server import Call, Fault, ModelServer, Script, Turn
 from hermes_sandbox import Sandbox, SandboxStartError, create_sandbox, sandbox_tools
 

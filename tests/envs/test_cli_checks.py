@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from hermes_envs import terminal_test_oracle
-from hermes_envs.errors import EnvSetupError
-from hermes_envs.preflight import check_model_endpoint
+from hermes_envs._errors import EnvSetupError
+from hermes_envs._preflight import check_model_endpoint
 from hermes_loop.server import ModelServerThread, Policy
 
 from .support import TOKENIZER
@@ -192,16 +192,16 @@ def test_evaluate_into_a_folder_it_cannot_make_stops_naming_the_option(
         str(blocker / "evals"),
     )
     error = _one_error(done)
-    assert f"cannot write to {blocker / 'evals'}" in error
+    assert f"output folder {blocker / 'evals'} cannot be written" in error
     assert "--env.data_dir_to_save_evals" in error
 
 
 def test_the_launcher_refuses_a_module_without_an_environment(tmp_path: Path) -> None:
-    done = _hermes_envs(tmp_path, "run", "hermes_envs.errors", "process")
+    done = _hermes_envs(tmp_path, "run", "hermes_envs._errors", "process")
     assert done.returncode == 2
     assert done.stderr.strip() == (
-        "error: hermes_envs.errors defines 0 environment classes (none): "
-        "pass hermes_envs.errors:ClassName"
+        "error: hermes_envs._errors defines 0 environment classes (none): "
+        "pass hermes_envs._errors:ClassName"
     )
 
 

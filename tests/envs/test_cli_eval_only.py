@@ -24,7 +24,7 @@ from .support import TOKENIZER, env_config, run_script, server
 #: config_init sets no tokenizer.
 EVAL_ONLY_ENV = """
 from hermes_envs import HermesAgentEnvConfig, TerminalTestEnv
-from hermes_envs.config import local_endpoint
+from hermes_envs._config import local_endpoint
 
 
 class EvalOnlyEnv(TerminalTestEnv):

@@ -7,7 +7,7 @@ from atroposlib.envs.base import BaseEnvConfig, EvalHandlingEnum
 from pydantic import ValidationError
 
 from hermes_envs import HermesAgentEnvConfig, TerminalTestEnv
-from hermes_envs.cli import resolve_config
+from hermes_envs._cli import resolve_config
 
 REFERENCE_DEFAULTS = {
     "enabled_toolsets": None,

@@ -20,8 +20,8 @@ from tokenizers import (
 )
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
-from hermes_envs.scoring.encoding import LONGEST_REMEMBERED, TextEncoder
-from hermes_envs.tokenizer import chat_template_renderer
+from hermes_envs._tokenizer import chat_template_renderer
+from hermes_envs.scoring._encoding import LONGEST_REMEMBERED, TextEncoder
 
 from .support import TOKENIZER
 

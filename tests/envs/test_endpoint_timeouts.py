@@ -7,8 +7,8 @@ import pytest
 from atroposlib.envs.server_handling.server_manager import APIServerConfig
 
 from hermes_envs import RunAbortedError, TerminalTestEnv
-from hermes_envs.cli import resolve_config
-from hermes_envs.endpoint_limits import DEFAULT_REQUEST_TIMEOUT, request_timeout
+from hermes_envs._cli import resolve_config
+from hermes_envs._endpoint_limits import DEFAULT_REQUEST_TIMEOUT, request_timeout
 from hermes_envs.envs.terminal_test import TASKS
 from hermes_loop.server import Fault, ModelServer, Policy, Turn
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from hermes_envs import EnvSetupError, HermesAgentBaseEnv
-from hermes_envs.eval_env import HermesAgentEvalEnv
+from hermes_envs._eval_env import HermesAgentEvalEnv
 from hermes_loop import ToolSet
 from hermes_loop.server import ModelRequest, ModelServer, Policy, Turn
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes_envs.group_file import GroupFile
+from hermes_envs._group_file import GroupFile
 
 #: Ids as tokenizers and masks give them (-100 masked), and the odd huge one.
 IDS = st.one_of(st.integers(-100, 300), st.integers(-(2**63), 2**63 - 1))

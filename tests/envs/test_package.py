@@ -8,8 +8,8 @@ import sys
 import pytest
 
 import hermes_envs
-from hermes_envs.base_env import HermesAgentBaseEnv
-from hermes_envs.env_config import HermesAgentEnvConfig
+from hermes_envs._base_env import HermesAgentBaseEnv
+from hermes_envs._env_config import HermesAgentEnvConfig
 from hermes_envs.envs.terminal_test import TerminalTestEnv
 
 
@@ -73,7 +73,7 @@ def test_public_names_are_pinned() -> None:
 def test_names_imported_on_first_use_are_the_defining_modules_own() -> None:
     from hermes_envs import HermesAgentBaseEnv as Base
     from hermes_envs import HermesAgentEnvConfig as Config
-    from hermes_envs.config import HermesAgentEnvConfig as ConfigFromConfig
+    from hermes_envs._config import HermesAgentEnvConfig as ConfigFromConfig
 
     assert Base is HermesAgentBaseEnv
     assert Config is HermesAgentEnvConfig
@@ -85,13 +85,13 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="has no attribute 'NoSuchEnv'"):
         _ = hermes_envs.NoSuchEnv
     with pytest.raises(ImportError, match="NoSuchConfig"):
-        exec("from hermes_envs.config import NoSuchConfig", {})
+        exec("from hermes_envs._config import NoSuchConfig", {})
 
 
 #: Modules the command lines (``python env.py ...``, ``hermes-bench``) import to parse
 #: options and answer ``--help``: none of them may load transformers (over a second,
 #: and a banner on stderr that would break one-line answers).
-LIGHT_MODULES = ("hermes_envs", "hermes_envs.cli", "hermes_envs.config", "hermes_benchmarks.cli")
+LIGHT_MODULES = ("hermes_envs", "hermes_envs._cli", "hermes_envs._config", "hermes_benchmarks.cli")
 
 
 @pytest.mark.parametrize("module", LIGHT_MODULES)
@@ -116,7 +116,7 @@ def test_the_reference_import_loads_the_classes_in_a_fresh_process() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["hermes_envs.base_env", "True"]
+    assert done.stdout.split() == ["hermes_envs._base_env", "True"]
 
 
 def test_running_an_env_module_warns_nothing() -> None:

@@ -11,8 +11,8 @@ import pytest
 from atroposlib.frontend.jsonl2html import generate_html
 
 from hermes_envs import TerminalTestEnv, terminal_test_oracle
+from hermes_envs._group_file import GroupFile
 from hermes_envs.envs.terminal_test import TASKS
-from hermes_envs.group_file import GroupFile
 from hermes_loop.server import ModelServer, Policy
 
 from .support import env_config, process_config, server

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from hermes_envs import HermesAgentBaseEnv, TerminalTestEnv, terminal_test_oracle
+from hermes_envs._reference import GroupPath
 from hermes_envs.process_plan import FAST_PATH_HOOKS, ProcessPlan
-from hermes_envs.reference import GroupPath
-from hermes_envs.scoring.tokens import TokenizedRollout
+from hermes_envs.scoring._tokens import TokenizedRollout
 from hermes_loop import AgentResult, ToolSet
 from hermes_loop.server import ModelServer, Policy
 

@@ -1,4 +1,4 @@
-"""Per-rollout records of ``process`` and ``evaluate`` (``hermes_envs.records``): one
+"""Per-rollout records of ``process`` and ``evaluate`` (``hermes_envs._records``): one
 records line per written group (or evaluated item), its rollouts' transcripts, failures
 and tokens, secrets redacted, each record capped, and a continued run neither losing
 nor repeating a group's record."""
@@ -20,9 +20,9 @@ import pytest
 from atroposlib.envs.server_handling.server_manager import APIServerConfig
 
 from hermes_envs import TerminalTestEnv, terminal_test_oracle
+from hermes_envs._record_files import EVAL_RECORDS, records_path
+from hermes_envs._records import RECORD_CAP, capped
 from hermes_envs.envs.terminal_test import TASKS, task_prompt
-from hermes_envs.record_files import EVAL_RECORDS, records_path
-from hermes_envs.records import RECORD_CAP, capped
 from hermes_loop.server import Call, ModelRequest, ModelServer, Policy, Turn
 
 from .support import TOKENIZER, child_env, env_config, process_config, server

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from hermes_envs.reference import GroupPath
+from hermes_envs._reference import GroupPath
 from hermes_loop.server import Call, ModelRequest, ModelServer, Policy, Turn
 
 from .support import TOKENIZER, server
@@ -69,7 +69,7 @@ async def test_process_calls_the_override_and_rewards_vary(
     tmp_path: Path, name: str, path: GroupPath, caplog: pytest.LogCaptureFixture
 ) -> None:
     env_class = getattr(ENVS, name)
-    caplog.set_level(logging.DEBUG, logger="hermes_envs.base_env")
+    caplog.set_level(logging.DEBUG, logger="hermes_envs._base_env")
     async with ModelServer(Policy(doubler)) as model:
         env = env_class(_config(tmp_path, prompt_field="question"), [server(model.base_url)])
         env.n_groups_to_process = 3

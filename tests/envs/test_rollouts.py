@@ -17,7 +17,7 @@ from hermes_envs import (
     TerminalTestEnv,
     terminal_test_oracle,
 )
-from hermes_envs.cli import run_command
+from hermes_envs._cli import run_command
 from hermes_envs.envs.terminal_test import TASKS
 from hermes_loop import AgentResult, ToolRegistry
 from hermes_loop.server import (

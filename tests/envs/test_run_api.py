@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_envs.run_api import RunApiProcess
+from hermes_envs._run_api import RunApiProcess
 
 
 def test_it_answers_takes_a_trainer_and_stops(tmp_path: Path) -> None:

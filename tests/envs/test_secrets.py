@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from hermes_envs._redaction import REDACTED, Redactor, configured_secrets
 from hermes_envs.envs.terminal_test import TASKS, task_prompt
-from hermes_envs.redaction import REDACTED, Redactor, configured_secrets
 from hermes_loop.server import Call, ModelRequest, ModelServerThread, Policy, Turn
 from tests.sandbox.providers.docker import docker_setup
 
@@ -158,7 +158,7 @@ def test_the_redactor_finds_keys_in_servers_options_and_environment() -> None:
 def test_log_records_holding_a_secret_are_redacted(caplog: pytest.LogCaptureFixture) -> None:
     import logging
 
-    from hermes_envs.redaction import redacting_logs
+    from hermes_envs._redaction import redacting_logs
 
     log = logging.getLogger("some.library")
     with redacting_logs(Redactor(["sk-logged-key-123456"])):

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from hermes_envs import terminal_test_oracle
-from hermes_envs.run_api import RunApiProcess, child_environment, stop_process
+from hermes_envs._run_api import RunApiProcess, child_environment, stop_process
 from hermes_loop.server import ModelServerThread, Policy
 
 RUNNER = "from hermes_envs import TerminalTestEnv\nTerminalTestEnv.cli()\n"

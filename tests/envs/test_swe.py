@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from hermes_envs import DatasetLoadError, HermesSweEnv, HermesSweEnvConfig, swe_oracle
-from hermes_envs.dataset import load_items
+from hermes_envs._dataset import load_items
 from hermes_envs.envs.swe import REQUIRED_FIELDS
 from hermes_loop.server import Call, ModelServer, ModelServerThread, Policy, Script, Turn
 

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 from transformers import AutoTokenizer
 from transformers.utils.chat_template_utils import render_jinja_template
 
-from hermes_envs.scoring.encoding import TextEncoder
-from hermes_envs.scoring.tokens import chat_template_tokens
-from hermes_envs.tokenizer import TemplateRenderer, chat_template_renderer, template_messages
+from hermes_envs._tokenizer import TemplateRenderer, chat_template_renderer, template_messages
+from hermes_envs.scoring._encoding import TextEncoder
+from hermes_envs.scoring._tokens import chat_template_tokens
 from hermes_loop.templates._chat_template import CHATML_JINJA_TEMPLATE
 from hermes_loop.templates._jinja_template import ChatTemplateError
 

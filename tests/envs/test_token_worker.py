@@ -16,12 +16,12 @@ from hypothesis import strategies as st
 from transformers import AutoTokenizer
 
 from hermes_envs import TerminalTestEnv, terminal_test_oracle
-from hermes_envs.group_file import LineEncoder
-from hermes_envs.scoring.encoding import TextEncoder
-from hermes_envs.scoring.group import ScoredRollout, scored_group, skip_reason
-from hermes_envs.scoring.token_worker import TokenWorker, TokenWorkerUnavailable
-from hermes_envs.scoring.tokens import chat_template_tokens
-from hermes_envs.tokenizer import TemplateRenderer
+from hermes_envs._group_file import LineEncoder
+from hermes_envs._tokenizer import TemplateRenderer
+from hermes_envs.scoring._encoding import TextEncoder
+from hermes_envs.scoring._group import ScoredRollout, scored_group, skip_reason
+from hermes_envs.scoring._token_worker import TokenWorker, TokenWorkerUnavailable
+from hermes_envs.scoring._tokens import chat_template_tokens
 from hermes_loop.server import ModelServer, Policy
 from hermes_loop.templates._chat_template import CHATML_JINJA_TEMPLATE
 

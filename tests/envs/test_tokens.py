@@ -9,9 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from transformers import AutoTokenizer
 
-from hermes_envs.scoring.encoding import TextEncoder
-from hermes_envs.scoring.tokens import MASKED, chat_template_tokens, managed_tokens
-from hermes_envs.tokenizer import chat_template_renderer
+from hermes_envs._tokenizer import chat_template_renderer
+from hermes_envs.scoring._encoding import TextEncoder
+from hermes_envs.scoring._tokens import MASKED, chat_template_tokens, managed_tokens
 from hermes_loop.templates._chat_template import render_prompt
 from hermes_loop.templates._transformers_tokenizer import TransformersTokenizer
 

@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 
 from hermes_envs import TerminalTestEnv, terminal_test_oracle
+from hermes_envs._record_files import EVAL_RECORDS, records_path
 from hermes_envs.envs.terminal_test import TASKS, task_prompt
-from hermes_envs.record_files import EVAL_RECORDS, records_path
 from hermes_envs.view import RunServer, fill_template, find_output, load_output, render_page
-from hermes_envs.view.load import TEXT_CAP
+from hermes_envs.view._load import TEXT_CAP
 from hermes_loop.server import Call, ModelRequest, ModelServerThread, Policy, Turn
 from hermes_sandbox.tools import CHROMIUM_FLAGS, browser_unavailable
 
@@ -237,8 +237,8 @@ def test_the_readme_command_line_writes_the_page_beside_the_group_file(
 
 def test_view_imports_nothing_heavy() -> None:
     probe = (
-        "import sys, hermes_envs.launcher, hermes_envs.view.command\n"
-        "heavy = [m for m in ('atroposlib', 'transformers', 'hermes_envs.base_env', 'openai')"
+        "import sys, hermes_envs.launcher, hermes_envs.view._command\n"
+        "heavy = [m for m in ('atroposlib', 'transformers', 'hermes_envs._base_env', 'openai')"
         " if m in sys.modules]\n"
         "print(heavy)\n"
     )

@@ -15,8 +15,8 @@ from hermes_loop import (
     ToolDefinitionError,
     UnknownToolsetError,
 )
-from hermes_loop.errors import EndpointErrorKind
-from hermes_loop.result import InfraErrorKind, ToolErrorKind
+from hermes_loop._errors import EndpointErrorKind
+from hermes_loop._result import InfraErrorKind, ToolErrorKind
 
 
 def test_the_public_names_are_pinned() -> None:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes_loop.errors import HermesLoopError
+from hermes_loop._errors import HermesLoopError
 from hermes_loop.server import Call, Turn, render_turn
 from hermes_loop.templates._chat_template import (
     CHATML_JINJA_TEMPLATE,

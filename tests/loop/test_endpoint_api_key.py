@@ -8,8 +8,8 @@ import pytest
 from aiohttp import web
 
 from hermes_loop import GenerateChatServer, OpenAIChatServer
+from hermes_loop._errors import EndpointError
 from hermes_loop.endpoints import SamplingParams
-from hermes_loop.errors import EndpointError
 from hermes_loop.templates._tokenizer import load_tokenizer
 
 CHAT_ANSWER = {

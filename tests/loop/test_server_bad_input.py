@@ -16,7 +16,7 @@ import openai
 import pytest
 from openai.types.chat import ChatCompletionUserMessageParam
 
-from hermes_loop.errors import HermesLoopError
+from hermes_loop._errors import HermesLoopError
 from hermes_loop.server import (
     Call,
     Fault,

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes_loop.errors import HermesLoopError
+from hermes_loop._errors import HermesLoopError
 from hermes_loop.templates._chat_template import CHATML_JINJA_TEMPLATE, render_prompt
 from hermes_loop.templates._gguf import GGUFError, read_metadata
 from hermes_loop.templates._tokenizer import (

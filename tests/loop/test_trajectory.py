@@ -24,8 +24,8 @@ from hermes_loop import (
     Tool,
     ToolInvocation,
 )
+from hermes_loop._trajectory import ATIF_VERSION, atif_trajectory
 from hermes_loop.server import Call, ModelServer, Script, Turn
-from hermes_loop.trajectory import ATIF_VERSION, atif_trajectory
 
 SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
 USER = [

@@ -7,7 +7,7 @@ import inspect
 import pytest
 
 import hermes_sandbox
-from hermes_sandbox import errors
+from hermes_sandbox import _errors as errors
 from hermes_sandbox.tools import web
 
 EXPECTED_ALL = [
@@ -60,7 +60,7 @@ def test_all_is_pinned_and_sorted() -> None:
 
 
 def package_exceptions() -> list[type[BaseException]]:
-    """Every exception class defined in hermes_sandbox.errors."""
+    """Every exception class defined in hermes_sandbox._errors."""
     return [
         obj
         for _, obj in inspect.getmembers(errors, inspect.isclass)
@@ -95,7 +95,7 @@ def test_builtin_second_bases_callers_rely_on_are_kept(
 
 def test_errors_are_reexported_where_their_users_look() -> None:
     from hermes_sandbox import tools
-    from hermes_sandbox.tools import browser
+    from hermes_sandbox.tools import _browser as browser
 
     assert web.WebProviderError is errors.WebProviderError
     assert tools.WebProviderError is errors.WebProviderError

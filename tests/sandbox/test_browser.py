@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from hermes_sandbox import SandboxPool
-from hermes_sandbox.context import ToolContext
+from hermes_sandbox._context import ToolContext
 from hermes_sandbox.tools import (
     BrowserPageError,
     BrowserUnavailableError,

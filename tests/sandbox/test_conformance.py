@@ -32,9 +32,9 @@ from typing import Any
 import pytest
 
 from hermes_sandbox import ConformanceError, ExecResult, Sandbox
+from hermes_sandbox._options import SandboxOptions
+from hermes_sandbox._registry import BackendRegistry
 from hermes_sandbox.backends.local import LocalSandbox
-from hermes_sandbox.options import SandboxOptions
-from hermes_sandbox.registry import BackendRegistry
 from hermes_sandbox.testing import CHECKS, Factory, Provider, run_check, run_conformance
 from hermes_sandbox.testing.pytest_adapter import conformance_tests
 from tests.sandbox.support import OwnLoopCheckSandbox

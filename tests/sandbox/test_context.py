@@ -19,9 +19,9 @@ from hermes_sandbox import (
     SandboxPool,
     ToolContextError,
 )
+from hermes_sandbox._context import ToolContext
+from hermes_sandbox._options import SandboxOptions
 from hermes_sandbox.backends.local import LocalSandbox
-from hermes_sandbox.context import ToolContext
-from hermes_sandbox.options import SandboxOptions
 from hermes_sandbox.testing.probes import gone, host_processes
 from hermes_sandbox.tools import SandboxTool, WebProviderError
 from tests.sandbox.support import OwnLoopCheckSandbox
@@ -430,7 +430,7 @@ def test_ctrl_c_during_a_sync_call_kills_the_command(tmp_path: Path) -> None:
             f"""
             import os, signal, threading
             from hermes_sandbox import SandboxPool
-            from hermes_sandbox.context import ToolContext
+            from hermes_sandbox._context import ToolContext
 
             ctx = ToolContext("k", SandboxPool("local"))
             ctx.terminal("true")

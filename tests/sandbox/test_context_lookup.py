@@ -7,8 +7,8 @@ import asyncio
 import pytest
 
 from hermes_sandbox import SandboxPool
-from hermes_sandbox.context import ToolContext
-from hermes_sandbox.pool import bind_sandbox_pool, current_sandbox_pool
+from hermes_sandbox._context import ToolContext
+from hermes_sandbox._pool import bind_sandbox_pool, current_sandbox_pool
 
 
 async def test_the_reference_spelling_reaches_the_bound_pool_s_sandbox() -> None:

@@ -26,10 +26,10 @@ from hermes_sandbox import (
     default_backends,
     register_backend,
 )
+from hermes_sandbox._output import OutputCollector
+from hermes_sandbox._registry import ENTRY_POINT_GROUP, BackendRegistry
+from hermes_sandbox._shell import wrap_command
 from hermes_sandbox.backends.local import MARKER_VARIABLE, LocalSandbox
-from hermes_sandbox.output import OutputCollector
-from hermes_sandbox.registry import ENTRY_POINT_GROUP, BackendRegistry
-from hermes_sandbox.shell import wrap_command
 from tests.sandbox.support import FakeSandbox, Maker, fake
 
 
@@ -567,7 +567,7 @@ async def test_local_commands_get_only_stdin_stdout_and_stderr() -> None:
 
 def test_local_popen_fallback_spawns_like_posix_spawn() -> None:
     from hermes_sandbox.backends import local
-    from hermes_sandbox.backends.local import process
+    from hermes_sandbox.backends.local import _process as process
 
     read_end, write_end = os.pipe()
     try:
@@ -618,7 +618,7 @@ def test_local_popen_fallback_spawns_like_posix_spawn() -> None:
     ],
 )
 def test_local_stateless_commands_are_recognised(command: str, stateless: bool) -> None:
-    from hermes_sandbox.shell import is_stateless
+    from hermes_sandbox._shell import is_stateless
 
     assert is_stateless(command) is stateless
 

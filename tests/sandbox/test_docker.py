@@ -558,7 +558,7 @@ def test_network_on_uses_bridge_unless_told() -> None:
 # --------------------------------------------------------------------------------------
 def test_image_builder_cli(setup: DockerSetup, capsys: pytest.CaptureFixture[str]) -> None:
     from hermes_sandbox.backends.docker import BUSYBOX_IMAGE
-    from hermes_sandbox.backends.docker.cli import main
+    from hermes_sandbox.backends.docker._cli import main
 
     assert main(["exists", "--kind", "busybox"]) == 0
     assert main(["exists", "--tag", "hermes-sandbox/none:none", "--kind", "busybox"]) == 1
@@ -662,8 +662,8 @@ async def test_dockerfile_image_is_built_offline_and_cached_by_its_inputs(
 async def test_dockerfile_build_errors_say_what_failed(
     setup: DockerSetup, tmp_path: Path, image_tags: list[str]
 ) -> None:
+    from hermes_sandbox._lifecycle import ImageUnavailableError
     from hermes_sandbox.backends.docker import ImageBuildError, build_dockerfile_image
-    from hermes_sandbox.lifecycle import ImageUnavailableError
 
     (tmp_path / "Dockerfile").write_text(
         f"FROM {setup.small_image}\nRUN echo about-to-fail && false\n"

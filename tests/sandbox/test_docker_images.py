@@ -23,13 +23,13 @@ from typing import Any
 import pytest
 
 from hermes_sandbox import create_sandbox, default_backends
+from hermes_sandbox._lifecycle import RUN_ID, ImageSource, ImageUnavailableError
 from hermes_sandbox.backends.docker import (
     DockerDaemon,
     ImageBuildError,
     build_dockerfile_image,
     list_containers,
 )
-from hermes_sandbox.lifecycle import RUN_ID, ImageSource, ImageUnavailableError
 from tests.sandbox.providers.docker import DockerSetup, docker_setup
 
 #: The registries ``.ci/services/registry.sh`` starts (and its throwaway user).

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from hermes_sandbox import SandboxClosedError, SandboxStartError, create_sandbox
+from hermes_sandbox._blocking import LoopThread
 from hermes_sandbox.backends.local import LocalSandbox, reap_orphans
-from hermes_sandbox.backends.local.isolation import HELPER, Namespace
-from hermes_sandbox.backends.local.layout import Layout, host_interpreter
-from hermes_sandbox.blocking import LoopThread
+from hermes_sandbox.backends.local._isolation import HELPER, Namespace
+from hermes_sandbox.backends.local._layout import Layout, host_interpreter
 from hermes_sandbox.testing.probes import host_processes
 from tests.sandbox.support import kill_9_child
 

@@ -23,7 +23,7 @@ import pytest
 
 from hermes_sandbox import SandboxStartError, create_sandbox
 from hermes_sandbox.backends.local import LocalSandbox
-from hermes_sandbox.backends.local.cgroup import (
+from hermes_sandbox.backends.local._cgroup import (
     CgroupUnavailableError,
     PidsCgroup,
     find_pids_parent,

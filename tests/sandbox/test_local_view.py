@@ -24,7 +24,7 @@ import pytest
 
 from hermes_sandbox import SandboxOptions, SandboxPool, SandboxStartError, create_sandbox
 from hermes_sandbox.backends.local import LocalSandbox
-from hermes_sandbox.backends.local.cgroup import (
+from hermes_sandbox.backends.local._cgroup import (
     CgroupUnavailableError,
     SandboxCgroups,
     find_parent,

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from hermes_sandbox import SandboxError, ToolContextError
-from hermes_sandbox.blocking import LoopThread, try_run_on_loop
+from hermes_sandbox._blocking import LoopThread, try_run_on_loop
 
 
 async def answer() -> int:

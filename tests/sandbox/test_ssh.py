@@ -343,7 +343,7 @@ async def test_another_loop_gets_its_own_connection_while_the_sandboxs_loop_is_b
     remote_base: pathlib.Path,
     entries: Callable[[pathlib.Path], list[str] | None],
 ) -> None:
-    from hermes_sandbox.blocking import LoopThread
+    from hermes_sandbox._blocking import LoopThread
 
     async with create_sandbox("ssh", **sshd.options(base_dir=str(remote_base))) as sandbox:
         await sandbox.exec("export FROM_HOME=1; cd /tmp")

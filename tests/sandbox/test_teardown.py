@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from hermes_sandbox import SandboxClosedError, SandboxOptions, SandboxPool
-from hermes_sandbox.teardown import finish, run_detached, start_or_run
+from hermes_sandbox._teardown import finish, run_detached, start_or_run
 from tests.sandbox.support import FakeSandbox, Maker, fake
 
 

@@ -13,10 +13,10 @@ import sys
 import pytest
 
 from hermes_sandbox import SandboxClosedError, SandboxError, create_sandbox
+from hermes_sandbox._base import Sandbox
+from hermes_sandbox._options import SandboxOptions
+from hermes_sandbox._processes import DEFAULT_PATH
 from hermes_sandbox.backends.local import LocalSandbox, helper
-from hermes_sandbox.base import Sandbox
-from hermes_sandbox.options import SandboxOptions
-from hermes_sandbox.processes import DEFAULT_PATH
 from hermes_sandbox.testing.probes import appeared, gone, host_processes, token
 
 

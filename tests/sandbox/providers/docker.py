@@ -115,13 +115,13 @@ def docker_setup() -> DockerSetup:
         return DockerSetup(
             reason="the docker SDK is not installed (pip install 'hermes-sandbox[docker]')"
         )
+    from hermes_sandbox._errors import SandboxError
     from hermes_sandbox.backends.docker import (
         BUSYBOX_IMAGE,
         DEFAULT_IMAGE,
         build_image,
         image_exists,
     )
-    from hermes_sandbox.errors import SandboxError
 
     started = False
     if not _daemon_answers():

@@ -21,10 +21,8 @@ from typing import TYPE_CHECKING
 from hermes_loop import lazy_exports
 
 if TYPE_CHECKING:
-    from hermes_benchmarks.agents import Agent, HermesAgent, load_agent
-    from hermes_benchmarks.artifacts import ArtifactManifest
-    from hermes_benchmarks.dataset import load_dataset_tasks
-    from hermes_benchmarks.errors import (
+    from hermes_benchmarks._agents import Agent, HermesAgent, load_agent
+    from hermes_benchmarks._errors import (
         AgentLoadError,
         ArtifactsError,
         DatasetError,
@@ -39,19 +37,21 @@ if TYPE_CHECKING:
         TaskError,
         TrialInfraError,
     )
-    from hermes_benchmarks.image_map import DockerfileBases, ImageMap, normalize_image
+    from hermes_benchmarks._image_map import DockerfileBases, ImageMap, normalize_image
+    from hermes_benchmarks._oracle import OracleAgent
+    from hermes_benchmarks._record import current_record
+    from hermes_benchmarks._rescore import rescore_run
+    from hermes_benchmarks._results import Attempt, ResultsLog, TrialResult
+    from hermes_benchmarks._reward import parse_reward
+    from hermes_benchmarks._samples import sample_tasks_dir
+    from hermes_benchmarks._summary import RunSummary, pass_at_k, summarize
+    from hermes_benchmarks._task import Task, TaskConfig, load_task, load_tasks
+    from hermes_benchmarks._trial import TrialSettings, run_trial
+    from hermes_benchmarks._verifier import verify
+    from hermes_benchmarks.artifacts import ArtifactManifest
+    from hermes_benchmarks.dataset import load_dataset_tasks
     from hermes_benchmarks.images import build_task_image, task_image_tag
-    from hermes_benchmarks.oracle import OracleAgent
-    from hermes_benchmarks.record import current_record
-    from hermes_benchmarks.rescore import rescore_run
-    from hermes_benchmarks.results import Attempt, ResultsLog, TrialResult
-    from hermes_benchmarks.reward import parse_reward
     from hermes_benchmarks.run import run_benchmark
-    from hermes_benchmarks.samples import sample_tasks_dir
-    from hermes_benchmarks.summary import RunSummary, pass_at_k, summarize
-    from hermes_benchmarks.task import Task, TaskConfig, load_task, load_tasks
-    from hermes_benchmarks.trial import TrialSettings, run_trial
-    from hermes_benchmarks.verifier import verify
 
 __version__ = "0.1.0"
 
@@ -103,48 +103,48 @@ __all__ = [
 
 #: Names imported on first access, and the module that holds each.
 _LAZY = {
-    "Agent": "hermes_benchmarks.agents",
-    "AgentLoadError": "hermes_benchmarks.errors",
+    "Agent": "hermes_benchmarks._agents",
+    "AgentLoadError": "hermes_benchmarks._errors",
     "ArtifactManifest": "hermes_benchmarks.artifacts",
-    "ArtifactsError": "hermes_benchmarks.errors",
-    "Attempt": "hermes_benchmarks.results",
-    "DatasetError": "hermes_benchmarks.errors",
-    "DockerfileBases": "hermes_benchmarks.image_map",
-    "HermesAgent": "hermes_benchmarks.agents",
-    "HermesBenchmarksError": "hermes_benchmarks.errors",
-    "ImageError": "hermes_benchmarks.errors",
-    "ImageMap": "hermes_benchmarks.image_map",
-    "ImageMapError": "hermes_benchmarks.errors",
-    "OracleAgent": "hermes_benchmarks.oracle",
-    "OutputFolderError": "hermes_benchmarks.errors",
-    "RescoreError": "hermes_benchmarks.errors",
-    "ResultsFileError": "hermes_benchmarks.errors",
-    "ResultsLog": "hermes_benchmarks.results",
-    "RewardError": "hermes_benchmarks.errors",
-    "RunSummary": "hermes_benchmarks.summary",
-    "SettingsError": "hermes_benchmarks.errors",
-    "Task": "hermes_benchmarks.task",
-    "TaskConfig": "hermes_benchmarks.task",
-    "TaskError": "hermes_benchmarks.errors",
-    "TrialInfraError": "hermes_benchmarks.errors",
-    "TrialResult": "hermes_benchmarks.results",
-    "TrialSettings": "hermes_benchmarks.trial",
+    "ArtifactsError": "hermes_benchmarks._errors",
+    "Attempt": "hermes_benchmarks._results",
+    "DatasetError": "hermes_benchmarks._errors",
+    "DockerfileBases": "hermes_benchmarks._image_map",
+    "HermesAgent": "hermes_benchmarks._agents",
+    "HermesBenchmarksError": "hermes_benchmarks._errors",
+    "ImageError": "hermes_benchmarks._errors",
+    "ImageMap": "hermes_benchmarks._image_map",
+    "ImageMapError": "hermes_benchmarks._errors",
+    "OracleAgent": "hermes_benchmarks._oracle",
+    "OutputFolderError": "hermes_benchmarks._errors",
+    "RescoreError": "hermes_benchmarks._errors",
+    "ResultsFileError": "hermes_benchmarks._errors",
+    "ResultsLog": "hermes_benchmarks._results",
+    "RewardError": "hermes_benchmarks._errors",
+    "RunSummary": "hermes_benchmarks._summary",
+    "SettingsError": "hermes_benchmarks._errors",
+    "Task": "hermes_benchmarks._task",
+    "TaskConfig": "hermes_benchmarks._task",
+    "TaskError": "hermes_benchmarks._errors",
+    "TrialInfraError": "hermes_benchmarks._errors",
+    "TrialResult": "hermes_benchmarks._results",
+    "TrialSettings": "hermes_benchmarks._trial",
     "build_task_image": "hermes_benchmarks.images",
-    "current_record": "hermes_benchmarks.record",
-    "load_agent": "hermes_benchmarks.agents",
+    "current_record": "hermes_benchmarks._record",
+    "load_agent": "hermes_benchmarks._agents",
     "load_dataset_tasks": "hermes_benchmarks.dataset",
-    "load_task": "hermes_benchmarks.task",
-    "load_tasks": "hermes_benchmarks.task",
-    "normalize_image": "hermes_benchmarks.image_map",
-    "parse_reward": "hermes_benchmarks.reward",
-    "pass_at_k": "hermes_benchmarks.summary",
-    "rescore_run": "hermes_benchmarks.rescore",
+    "load_task": "hermes_benchmarks._task",
+    "load_tasks": "hermes_benchmarks._task",
+    "normalize_image": "hermes_benchmarks._image_map",
+    "parse_reward": "hermes_benchmarks._reward",
+    "pass_at_k": "hermes_benchmarks._summary",
+    "rescore_run": "hermes_benchmarks._rescore",
     "run_benchmark": "hermes_benchmarks.run",
-    "run_trial": "hermes_benchmarks.trial",
-    "sample_tasks_dir": "hermes_benchmarks.samples",
-    "summarize": "hermes_benchmarks.summary",
+    "run_trial": "hermes_benchmarks._trial",
+    "sample_tasks_dir": "hermes_benchmarks._samples",
+    "summarize": "hermes_benchmarks._summary",
     "task_image_tag": "hermes_benchmarks.images",
-    "verify": "hermes_benchmarks.verifier",
+    "verify": "hermes_benchmarks._verifier",
 }
 
 

@@ -28,8 +28,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from hermes_benchmarks.errors import ArtifactsError
-from hermes_benchmarks.task import ArtifactSpec, Task
+from hermes_benchmarks._errors import ArtifactsError
+from hermes_benchmarks._task import ArtifactSpec, Task
 from hermes_sandbox import Sandbox
 
 __all__ = [

@@ -4,7 +4,7 @@
 endpoint, ``oracle``, or ``module:Class``) over the suite's tasks; ``check`` runs the
 oracle over every task and reports each task whose oracle fails (exit status 1 then);
 ``rescore OUT`` re-verifies a finished run from the artifacts it kept
-(:mod:`hermes_benchmarks.rescore`); ``list`` prints the tasks (name, tier, category,
+(:mod:`hermes_benchmarks._rescore`); ``list`` prints the tasks (name, tier, category,
 timeouts, image, verifier mode) without running anything. ``hermes-bench samples`` prints
 the folder of the six sample tasks shipped with the package; ``hermes-bench view OUT``
 writes a run's page (:mod:`hermes_benchmarks.view`).
@@ -33,15 +33,15 @@ from pydantic import BaseModel, ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from hermes_benchmarks.config import BenchConfig, OpenAISection, Suite
-from hermes_benchmarks.errors import HermesBenchmarksError
+from hermes_benchmarks._config import BenchConfig, OpenAISection, Suite
+from hermes_benchmarks._errors import HermesBenchmarksError
 from hermes_benchmarks.suites import SUITES, YC_BENCH, default_yaml
 
 if TYPE_CHECKING:
-    from hermes_benchmarks.agents import Agent
+    from hermes_benchmarks._agents import Agent
+    from hermes_benchmarks._summary import RunSummary
+    from hermes_benchmarks._task import Task
     from hermes_benchmarks.progress import RunDisplay
-    from hermes_benchmarks.summary import RunSummary
-    from hermes_benchmarks.task import Task
 
 # The agent loop, the endpoints (openai) and the run machinery are imported where a
 # command needs them, so that --help and a bad option answer at once.
@@ -77,7 +77,7 @@ def _build(model: type[BaseModel], values: dict[str, Any], section: str) -> Any:
 
 def resolve(suite: Suite, args: Sequence[str]) -> tuple[BenchConfig, OpenAISection]:
     """The suite's settings: ``default.yaml`` < ``--config`` < ``--env.X``/``--openai.X``,
-    read as every command line reads them (:mod:`hermes_envs.config_layers`).
+    read as every command line reads them (:func:`hermes_envs.parse_flags`).
 
     Raises:
         _Refusal: a bad option, file or value (one line).
@@ -120,9 +120,9 @@ def resolve(suite: Suite, args: Sequence[str]) -> tuple[BenchConfig, OpenAISecti
 
 
 def _agent(command: str, config: BenchConfig, openai: OpenAISection) -> Agent:
-    from hermes_benchmarks.agents import HermesAgent
-    from hermes_benchmarks.evaluation import choose_agent
-    from hermes_benchmarks.oracle import OracleAgent
+    from hermes_benchmarks._agents import HermesAgent
+    from hermes_benchmarks._evaluation import choose_agent
+    from hermes_benchmarks._oracle import OracleAgent
 
     if command == "check":
         return OracleAgent()
@@ -143,7 +143,7 @@ def _agent(command: str, config: BenchConfig, openai: OpenAISection) -> Agent:
 async def _evaluate(
     suite: Suite, command: str, config: BenchConfig, openai: OpenAISection, display: RunDisplay
 ) -> RunSummary:
-    from hermes_benchmarks.evaluation import load_suite_tasks, run_suite
+    from hermes_benchmarks._evaluation import load_suite_tasks, run_suite
 
     tasks = await asyncio.to_thread(load_suite_tasks, suite, config)
     agent = _agent(command, config, openai)
@@ -163,7 +163,7 @@ async def _check_before_running(
         SettingsError: leaderboard mode refuses the settings.
         EnvSetupError: one line naming the option to change.
     """
-    from hermes_benchmarks.evaluation import leaderboard_notes, trial_settings
+    from hermes_benchmarks._evaluation import leaderboard_notes, trial_settings
     from hermes_envs import check_limits, check_model_endpoint, check_writable
 
     trial_settings(config)
@@ -182,7 +182,7 @@ async def _check_before_running(
 
 
 def _report(console: Console, command: str, summary: RunSummary, config: BenchConfig) -> int:
-    from hermes_benchmarks.report import results_tables
+    from hermes_benchmarks._report import results_tables
     from hermes_benchmarks.run import SUMMARY_FILE
 
     for table in results_tables(summary):
@@ -216,7 +216,7 @@ def _report(console: Console, command: str, summary: RunSummary, config: BenchCo
 def _list(console: Console, suite: Suite, config: BenchConfig) -> int:
     """Print the suite's tasks (from ``tasks_dir`` or the dataset) without running any:
     a table on a terminal, tab-separated lines with a header when piped."""
-    from hermes_benchmarks.evaluation import load_suite_tasks
+    from hermes_benchmarks._evaluation import load_suite_tasks
 
     tasks = load_suite_tasks(suite, config)
     header = ("task", "tier", "category", "agent_s", "verifier_s", "image", "verifier")
@@ -305,7 +305,7 @@ def _main(args: list[str]) -> int:
         print(USAGE, file=sys.stdout if args else sys.stderr)
         return 0 if args else 2
     if args[0] == "samples":  # where the shipped sample tasks are
-        from hermes_benchmarks.samples import sample_tasks_dir
+        from hermes_benchmarks._samples import sample_tasks_dir
 
         print(sample_tasks_dir())
         return 0
@@ -332,8 +332,8 @@ def _main(args: list[str]) -> int:
         config, openai = resolve(suite, rest)
         if command == "list":
             return _list(console, suite, config)
+        from hermes_benchmarks._rescore import RESCORE_DIR, rescore_command
         from hermes_benchmarks.progress import RunDisplay
-        from hermes_benchmarks.rescore import RESCORE_DIR, rescore_command
         from hermes_sandbox import stop_on_sigterm
 
         with stop_on_sigterm() as stop:
@@ -358,7 +358,7 @@ def _main(args: list[str]) -> int:
         status = 2 if isinstance(error, ValueError) else 1
         print(f"error: {error}", file=sys.stderr)
         return status
-    except RuntimeError as error:  # a check before the first trial (hermes_envs.preflight)
+    except RuntimeError as error:  # a check before the first trial (hermes_envs.check_limits, ...)
         from hermes_envs import HermesEnvsError
 
         if not isinstance(error, HermesEnvsError):

@@ -43,8 +43,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hermes_benchmarks.errors import DatasetError
-from hermes_benchmarks.task import Task, load_task, select_tasks
+from hermes_benchmarks._errors import DatasetError
+from hermes_benchmarks._task import Task, load_task, select_tasks
 from hermes_envs import FILE_FORMATS, DatasetLoadError, load_items
 
 __all__ = [
@@ -309,7 +309,7 @@ def load_dataset_tasks(
     """The tasks of dataset ``name`` that ``task_filter`` keeps, by name (blocking).
 
     Each kept row is unpacked with :func:`materialize_row` under ``cache_dir`` (default
-    :func:`default_cache_dir`) and read with :func:`~hermes_benchmarks.task.load_task`.
+    :func:`default_cache_dir`) and read with :func:`~hermes_benchmarks._task.load_task`.
 
     Raises:
         DatasetError: the dataset cannot be loaded, two rows share a task name, or a

@@ -2,9 +2,9 @@
 taken from its prebuilt ``docker_image``, every image reference mapped first.
 
 The harness does not know which backend it has: it describes the image
-(:class:`~hermes_sandbox.lifecycle.ImageSource`: the task's ``environment/`` folder with
+(:class:`~hermes_sandbox.ImageSource`: the task's ``environment/`` folder with
 its Dockerfile rewritten through the run's
-:class:`~hermes_benchmarks.image_map.ImageMap`, or the mapped reference) and the backend's
+:class:`~hermes_benchmarks._image_map.ImageMap`, or the mapped reference) and the backend's
 ``prepare_image`` class method makes it ready: docker pulls an absent image from its
 registry (with the user's docker credentials) or builds the Dockerfile (with the network,
 or offline with ``offline_builds``; cached by its inputs and its bases' ids), Modal
@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hermes_benchmarks.errors import ImageError
-from hermes_benchmarks.image_map import DockerfileBases, ImageMap
-from hermes_benchmarks.task import Task
+from hermes_benchmarks._errors import ImageError
+from hermes_benchmarks._image_map import DockerfileBases, ImageMap
+from hermes_benchmarks._task import Task
 from hermes_sandbox import (
     BuildNetwork,
     ImageSource,

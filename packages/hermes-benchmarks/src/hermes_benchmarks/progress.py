@@ -31,7 +31,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from hermes_benchmarks.results import TrialResult
+from hermes_benchmarks._results import TrialResult
 from hermes_benchmarks.run import RunProgress
 
 __all__ = ["RunDisplay", "counts_line", "trial_line"]

@@ -2,8 +2,8 @@
 streamed to ``results.jsonl`` and summed up in ``summary.json``.
 
 A run is resumable at any moment: each finished trial is one fsynced line of
-``results.jsonl`` (:class:`~hermes_benchmarks.results.ResultsLog`), and the sandbox
-run ids (``hermes_sandbox.lifecycle.RUN_ID``) of every process that wrote to the folder
+``results.jsonl`` (:class:`~hermes_benchmarks._results.ResultsLog`), and the sandbox
+run ids (``hermes_sandbox.RUN_ID``) of every process that wrote to the folder
 are kept in ``runs.txt``. With ``resume`` what those runs left (killed with ``kill -9``,
 say) is removed by the run backend's ``reap_run`` (docker: their containers, by run
 label), and only the trials without a line run again. Cancelling the run (Ctrl-C,
@@ -12,7 +12,7 @@ written.
 
 The stream itself (:func:`open_results`, :func:`run_jobs`) is shared by every run that
 writes results: :func:`run_benchmark`, the rescore
-(:func:`~hermes_benchmarks.rescore.rescore_run`) and YC-Bench's ``evaluate``.
+(:func:`~hermes_benchmarks._rescore.rescore_run`) and YC-Bench's ``evaluate``.
 """
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel
 
-from hermes_benchmarks.agents import Agent
-from hermes_benchmarks.errors import OutputFolderError, ResultsFileError
-from hermes_benchmarks.results import FolderLock, ResultsLog, ResultT, TrialResult
-from hermes_benchmarks.summary import RunSummary, summarize
-from hermes_benchmarks.task import Task
-from hermes_benchmarks.trial import TrialSettings, run_trial
+from hermes_benchmarks._agents import Agent
+from hermes_benchmarks._errors import OutputFolderError, ResultsFileError
+from hermes_benchmarks._results import FolderLock, ResultsLog, ResultT, TrialResult
+from hermes_benchmarks._summary import RunSummary, summarize
+from hermes_benchmarks._task import Task
+from hermes_benchmarks._trial import TrialSettings, run_trial
 from hermes_envs import write_whole
 from hermes_sandbox import RUN_ID, default_backends
 
@@ -60,7 +60,7 @@ RUNS_FILE = "runs.txt"
 #: What a benchmark run asked for (its trials per task and its tasks), for resuming.
 PLAN_FILE = "run.json"
 
-#: The summary a run writes (:class:`~hermes_benchmarks.summary.RunSummary` or another).
+#: The summary a run writes (:class:`~hermes_benchmarks._summary.RunSummary` or another).
 SummaryT = TypeVar("SummaryT", bound=BaseModel)
 
 

@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from hermes_benchmarks.task import EnvironmentSection
+from hermes_benchmarks._task import EnvironmentSection
 from hermes_sandbox import Sandbox, create_sandbox, finish
 
 __all__ = [

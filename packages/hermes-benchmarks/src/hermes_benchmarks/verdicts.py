@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 from typing import Final
 
-from hermes_benchmarks.errors import HermesBenchmarksError
+from hermes_benchmarks._errors import HermesBenchmarksError
 from hermes_sandbox import Sandbox, SandboxError
 from hermes_sandbox.backends.docker import DockerDaemon
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from hermes_envs.errors import (
+from hermes_envs._errors import (
     CliError,
     DatasetLoadError,
     EnvSetupError,
@@ -28,22 +28,22 @@ from hermes_envs.errors import (
     RunAbortedError,
     TokenizerLoadError,
 )
-from hermes_envs.scoring.tokens import TokenizedRollout
-from hermes_envs.stats import RunStats
+from hermes_envs._stats import RunStats
+from hermes_envs.scoring._tokens import TokenizedRollout
 from hermes_loop import lazy_exports
 
 if TYPE_CHECKING:
-    from hermes_envs.agent_run import (
+    from hermes_envs._agent_run import (
         SANDBOX_FAILURES,
         AgentRun,
         InfraFailure,
         infra_stage,
         run_agent,
     )
-    from hermes_envs.base_env import HermesAgentBaseEnv
-    from hermes_envs.cli import resolve_config, run_cli, run_command
-    from hermes_envs.config import local_endpoint
-    from hermes_envs.config_layers import (
+    from hermes_envs._base_env import HermesAgentBaseEnv
+    from hermes_envs._cli import resolve_config, run_cli, run_command
+    from hermes_envs._config import local_endpoint
+    from hermes_envs._config_layers import (
         OPENAI_ALIASES,
         check_value,
         flag_section,
@@ -53,18 +53,18 @@ if TYPE_CHECKING:
         read_yaml,
         yaml_section,
     )
-    from hermes_envs.dataset import FILE_FORMATS, load_items
-    from hermes_envs.env_config import HermesAgentEnvConfig, eval_only_settings
+    from hermes_envs._dataset import FILE_FORMATS, load_items
+    from hermes_envs._env_config import HermesAgentEnvConfig, eval_only_settings
+    from hermes_envs._eval_env import HermesAgentEvalEnv
+    from hermes_envs._files import write_whole
+    from hermes_envs._options_help import describe_options
+    from hermes_envs._preflight import check_limits, check_model_endpoint, check_writable
+    from hermes_envs._record_files import cut_strings
+    from hermes_envs._rollout import RolloutOutcome
+    from hermes_envs._toolsets import AGENT_TOOLSETS
     from hermes_envs.envs.swe import HermesSweEnv, HermesSweEnvConfig, swe_oracle
     from hermes_envs.envs.terminal_test import TerminalTestEnv, terminal_test_oracle
-    from hermes_envs.eval_env import HermesAgentEvalEnv
-    from hermes_envs.files import write_whole
     from hermes_envs.launcher import quiet_libraries, reader_gone
-    from hermes_envs.options_help import describe_options
-    from hermes_envs.preflight import check_limits, check_model_endpoint, check_writable
-    from hermes_envs.record_files import cut_strings
-    from hermes_envs.rollout import RolloutOutcome
-    from hermes_envs.toolsets import AGENT_TOOLSETS
 
 __version__ = "0.1.0"
 
@@ -123,38 +123,38 @@ __all__ = [
 #: Names imported on first access, and the module that holds each.
 _LAZY = {
     "reader_gone": "hermes_envs.launcher",
-    "cut_strings": "hermes_envs.record_files",
-    "one_line": "hermes_envs.config_layers",
-    "flag_section": "hermes_envs.config_layers",
-    "read_config_file": "hermes_envs.config_layers",
-    "read_yaml": "hermes_envs.config_layers",
-    "yaml_section": "hermes_envs.config_layers",
-    "check_limits": "hermes_envs.preflight",
-    "check_model_endpoint": "hermes_envs.preflight",
-    "check_writable": "hermes_envs.preflight",
+    "cut_strings": "hermes_envs._record_files",
+    "one_line": "hermes_envs._config_layers",
+    "flag_section": "hermes_envs._config_layers",
+    "read_config_file": "hermes_envs._config_layers",
+    "read_yaml": "hermes_envs._config_layers",
+    "yaml_section": "hermes_envs._config_layers",
+    "check_limits": "hermes_envs._preflight",
+    "check_model_endpoint": "hermes_envs._preflight",
+    "check_writable": "hermes_envs._preflight",
     "quiet_libraries": "hermes_envs.launcher",
-    "write_whole": "hermes_envs.files",
-    "HermesAgentEvalEnv": "hermes_envs.eval_env",
-    "AGENT_TOOLSETS": "hermes_envs.toolsets",
-    "InfraFailure": "hermes_envs.agent_run",
-    "SANDBOX_FAILURES": "hermes_envs.agent_run",
-    "AgentRun": "hermes_envs.agent_run",
-    "infra_stage": "hermes_envs.agent_run",
-    "run_agent": "hermes_envs.agent_run",
-    "RolloutOutcome": "hermes_envs.rollout",
-    "OPENAI_ALIASES": "hermes_envs.config_layers",
-    "check_value": "hermes_envs.config_layers",
-    "parse_flags": "hermes_envs.config_layers",
-    "resolve_config": "hermes_envs.cli",
-    "run_cli": "hermes_envs.cli",
-    "run_command": "hermes_envs.cli",
-    "local_endpoint": "hermes_envs.config",
-    "FILE_FORMATS": "hermes_envs.dataset",
-    "load_items": "hermes_envs.dataset",
-    "describe_options": "hermes_envs.options_help",
-    "HermesAgentBaseEnv": "hermes_envs.base_env",
-    "HermesAgentEnvConfig": "hermes_envs.env_config",
-    "eval_only_settings": "hermes_envs.env_config",
+    "write_whole": "hermes_envs._files",
+    "HermesAgentEvalEnv": "hermes_envs._eval_env",
+    "AGENT_TOOLSETS": "hermes_envs._toolsets",
+    "InfraFailure": "hermes_envs._agent_run",
+    "SANDBOX_FAILURES": "hermes_envs._agent_run",
+    "AgentRun": "hermes_envs._agent_run",
+    "infra_stage": "hermes_envs._agent_run",
+    "run_agent": "hermes_envs._agent_run",
+    "RolloutOutcome": "hermes_envs._rollout",
+    "OPENAI_ALIASES": "hermes_envs._config_layers",
+    "check_value": "hermes_envs._config_layers",
+    "parse_flags": "hermes_envs._config_layers",
+    "resolve_config": "hermes_envs._cli",
+    "run_cli": "hermes_envs._cli",
+    "run_command": "hermes_envs._cli",
+    "local_endpoint": "hermes_envs._config",
+    "FILE_FORMATS": "hermes_envs._dataset",
+    "load_items": "hermes_envs._dataset",
+    "describe_options": "hermes_envs._options_help",
+    "HermesAgentBaseEnv": "hermes_envs._base_env",
+    "HermesAgentEnvConfig": "hermes_envs._env_config",
+    "eval_only_settings": "hermes_envs._env_config",
     "HermesSweEnv": "hermes_envs.envs.swe",
     "HermesSweEnvConfig": "hermes_envs.envs.swe",
     "swe_oracle": "hermes_envs.envs.swe",

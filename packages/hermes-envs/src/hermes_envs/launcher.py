@@ -2,7 +2,7 @@
 (``run`` and ``view``).
 
 ``hermes-envs run MODULE[:Class] {serve,process,evaluate} [options]`` runs an
-environment's command line (:func:`hermes_envs.cli.run_cli`) as ``python -m MODULE
+environment's command line (:func:`hermes_envs._cli.run_cli`) as ``python -m MODULE
 COMMAND`` would, but quietly: the environment's module is imported only after this
 entry point has muted transformers' "None of PyTorch, TensorFlow >= 2.0, or Flax have
 been found" banner, which atroposlib's import of transformers would print otherwise.
@@ -101,7 +101,7 @@ def environment_class(spec: str) -> type:
         LaunchError: no such module, file or class, or the module defines no
             environment or several (then ``:Class`` must pick one).
     """
-    from hermes_envs.base_env import HermesAgentBaseEnv
+    from hermes_envs._base_env import HermesAgentBaseEnv
 
     target, _, name = spec.partition(":")
     module = _import(target)
@@ -133,7 +133,7 @@ def run_main(args: Sequence[str]) -> int:
         print(USAGE, file=sys.stdout if args else sys.stderr)
         return 0 if args else 2
     with quiet_libraries():
-        from hermes_envs.cli import run_cli
+        from hermes_envs._cli import run_cli
 
         try:
             env_cls = environment_class(args[0])

@@ -8,7 +8,7 @@ hooks it stands in for are the base class's own (an override is always called):
 fast path                 stands in for (overriding any of them turns it off)
 ========================  ==============================================================
 ``own_rollouts``          ``collect_trajectories``, ``collect_trajectory``: ``process``
-                          runs a group's rollouts itself (``hermes_envs.reference``'s
+                          runs a group's rollouts itself (``hermes_envs._reference``'s
                           ``GroupPath.FAST``); off, it calls the environment's method.
 ``inline_scoring``        ``score_group``: the group is scored by the group writer
                           directly; off, ``score_group`` is called with the outcomes.
@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_envs.reference import GroupPath, group_path
+from hermes_envs._reference import GroupPath, group_path
 
 __all__ = ["FAST_PATH_HOOKS", "ProcessPlan"]
 

@@ -1,6 +1,6 @@
 """What the command line needs of an environment: ``RunnableEnv`` and ``RunnableEnvClass``.
 
-``hermes_envs.cli`` runs any class with this shape (``HermesAgentBaseEnv`` and its
+``hermes_envs._cli`` runs any class with this shape (``HermesAgentBaseEnv`` and its
 subclasses have it) without importing the base class, so the command line stays light to
 import and the base class can hand itself to the command line.
 """
@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from atroposlib.envs.server_handling.server_baseline import APIServerConfig, ServerBaseline
 
-from hermes_envs.stats import ProgressReporter, RunStats
+from hermes_envs._stats import ProgressReporter, RunStats
 
 if TYPE_CHECKING:
-    from hermes_envs.env_config import HermesAgentEnvConfig
-    from hermes_envs.redaction import Redactor
+    from hermes_envs._env_config import HermesAgentEnvConfig
+    from hermes_envs._redaction import Redactor
 
 __all__ = ["RunnableEnv", "RunnableEnvClass"]
 

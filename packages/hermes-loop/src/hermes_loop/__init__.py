@@ -14,11 +14,8 @@ from typing import TYPE_CHECKING
 from hermes_loop._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from hermes_loop.dispatch import ToolOutcome, ToolRunner
-    from hermes_loop.endpoints._base import ChatServer, ChatSession, ModelTurn, SamplingParams
-    from hermes_loop.endpoints._generate import GenerateChatServer
-    from hermes_loop.endpoints._openai_chat import OpenAIChatServer
-    from hermes_loop.errors import (
+    from hermes_loop._dispatch import ToolOutcome, ToolRunner
+    from hermes_loop._errors import (
         EndpointError,
         EndpointErrorKind,
         HermesLoopError,
@@ -27,9 +24,9 @@ if TYPE_CHECKING:
         ToolDefinitionError,
         ToolInfrastructureError,
     )
-    from hermes_loop.handler_pool import HandlerThreadPool
-    from hermes_loop.loop import AgentLoop, HermesAgentLoop
-    from hermes_loop.result import (
+    from hermes_loop._handler_pool import HandlerThreadPool
+    from hermes_loop._loop import AgentLoop, HermesAgentLoop
+    from hermes_loop._result import (
         AgentResult,
         InfraError,
         InfraErrorKind,
@@ -37,10 +34,13 @@ if TYPE_CHECKING:
         ToolError,
         TurnRecord,
     )
-    from hermes_loop.scope import LoopScope, bind_loop_scope, current_loop_scope
-    from hermes_loop.tools import Tool, ToolInvocation, ToolLike
-    from hermes_loop.toolsets import ToolRegistry, ToolSet, UnknownToolsetError
-    from hermes_loop.trajectory import atif_trajectory
+    from hermes_loop._scope import LoopScope, bind_loop_scope, current_loop_scope
+    from hermes_loop._tools import Tool, ToolInvocation, ToolLike
+    from hermes_loop._toolsets import ToolRegistry, ToolSet, UnknownToolsetError
+    from hermes_loop._trajectory import atif_trajectory
+    from hermes_loop.endpoints._base import ChatServer, ChatSession, ModelTurn, SamplingParams
+    from hermes_loop.endpoints._generate import GenerateChatServer
+    from hermes_loop.endpoints._openai_chat import OpenAIChatServer
 
 __version__ = "0.1.0"
 
@@ -85,40 +85,40 @@ __all__ = [
 
 #: Names imported on first access, and the module that holds each.
 _LAZY = {
-    "AgentLoop": "hermes_loop.loop",
-    "AgentResult": "hermes_loop.result",
+    "AgentLoop": "hermes_loop._loop",
+    "AgentResult": "hermes_loop._result",
     "ChatServer": "hermes_loop.endpoints._base",
     "ChatSession": "hermes_loop.endpoints._base",
-    "EndpointError": "hermes_loop.errors",
-    "EndpointErrorKind": "hermes_loop.errors",
+    "EndpointError": "hermes_loop._errors",
+    "EndpointErrorKind": "hermes_loop._errors",
     "GenerateChatServer": "hermes_loop.endpoints._generate",
-    "HandlerThreadPool": "hermes_loop.handler_pool",
-    "HermesAgentLoop": "hermes_loop.loop",
-    "HermesLoopError": "hermes_loop.errors",
-    "InfraError": "hermes_loop.result",
-    "InfraErrorKind": "hermes_loop.result",
-    "InvalidMessagesError": "hermes_loop.errors",
-    "LoopScope": "hermes_loop.scope",
+    "HandlerThreadPool": "hermes_loop._handler_pool",
+    "HermesAgentLoop": "hermes_loop._loop",
+    "HermesLoopError": "hermes_loop._errors",
+    "InfraError": "hermes_loop._result",
+    "InfraErrorKind": "hermes_loop._result",
+    "InvalidMessagesError": "hermes_loop._errors",
+    "LoopScope": "hermes_loop._scope",
     "ModelTurn": "hermes_loop.endpoints._base",
     "OpenAIChatServer": "hermes_loop.endpoints._openai_chat",
-    "ResultFormatError": "hermes_loop.errors",
-    "RolloutProgress": "hermes_loop.result",
+    "ResultFormatError": "hermes_loop._errors",
+    "RolloutProgress": "hermes_loop._result",
     "SamplingParams": "hermes_loop.endpoints._base",
-    "Tool": "hermes_loop.tools",
-    "ToolDefinitionError": "hermes_loop.errors",
-    "ToolError": "hermes_loop.result",
-    "ToolInfrastructureError": "hermes_loop.errors",
-    "ToolInvocation": "hermes_loop.tools",
-    "ToolLike": "hermes_loop.tools",
-    "ToolOutcome": "hermes_loop.dispatch",
-    "ToolRegistry": "hermes_loop.toolsets",
-    "ToolRunner": "hermes_loop.dispatch",
-    "ToolSet": "hermes_loop.toolsets",
-    "TurnRecord": "hermes_loop.result",
-    "UnknownToolsetError": "hermes_loop.toolsets",
-    "atif_trajectory": "hermes_loop.trajectory",
-    "bind_loop_scope": "hermes_loop.scope",
-    "current_loop_scope": "hermes_loop.scope",
+    "Tool": "hermes_loop._tools",
+    "ToolDefinitionError": "hermes_loop._errors",
+    "ToolError": "hermes_loop._result",
+    "ToolInfrastructureError": "hermes_loop._errors",
+    "ToolInvocation": "hermes_loop._tools",
+    "ToolLike": "hermes_loop._tools",
+    "ToolOutcome": "hermes_loop._dispatch",
+    "ToolRegistry": "hermes_loop._toolsets",
+    "ToolRunner": "hermes_loop._dispatch",
+    "ToolSet": "hermes_loop._toolsets",
+    "TurnRecord": "hermes_loop._result",
+    "UnknownToolsetError": "hermes_loop._toolsets",
+    "atif_trajectory": "hermes_loop._trajectory",
+    "bind_loop_scope": "hermes_loop._scope",
+    "current_loop_scope": "hermes_loop._scope",
 }
 
 

@@ -10,10 +10,10 @@ cleanup to its end even when cancelled) and ``bind_sandbox_pool``.
 
 from __future__ import annotations
 
-from hermes_sandbox.base import Sandbox
-from hermes_sandbox.context import ToolContext
-from hermes_sandbox.dockerfile import image_references, rewrite_references
-from hermes_sandbox.errors import (
+from hermes_sandbox._base import Sandbox
+from hermes_sandbox._context import ToolContext
+from hermes_sandbox._dockerfile import image_references, rewrite_references
+from hermes_sandbox._errors import (
     BackendUnavailableError,
     BrowserPageError,
     BrowserUnavailableError,
@@ -26,20 +26,20 @@ from hermes_sandbox.errors import (
     UnknownBackendError,
     WebProviderError,
 )
-from hermes_sandbox.lifecycle import (
+from hermes_sandbox._lifecycle import (
     RUN_ID,
     BuildNetwork,
     ImageSource,
     ImageUnavailableError,
     PreparedImage,
 )
-from hermes_sandbox.options import SandboxOptions
-from hermes_sandbox.pool import SandboxPool, bind_sandbox_pool
-from hermes_sandbox.processes import DEFAULT_PATH
-from hermes_sandbox.registry import create_sandbox, default_backends, register_backend
-from hermes_sandbox.result import ExecResult
-from hermes_sandbox.signals import stop_on_sigterm
-from hermes_sandbox.teardown import finish
+from hermes_sandbox._options import SandboxOptions
+from hermes_sandbox._pool import SandboxPool, bind_sandbox_pool
+from hermes_sandbox._processes import DEFAULT_PATH
+from hermes_sandbox._registry import create_sandbox, default_backends, register_backend
+from hermes_sandbox._result import ExecResult
+from hermes_sandbox._signals import stop_on_sigterm
+from hermes_sandbox._teardown import finish
 from hermes_sandbox.tools import SandboxTool, sandbox_tools
 
 __version__ = "0.1.0"

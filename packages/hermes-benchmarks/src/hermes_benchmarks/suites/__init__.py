@@ -1,11 +1,11 @@
-"""The suites ``hermes-bench`` runs, each a :class:`~hermes_benchmarks.config.Suite` with
+"""The suites ``hermes-bench`` runs, each a :class:`~hermes_benchmarks._config.Suite` with
 its ``default.yaml`` beside this file (``<suite>.yaml``)."""
 
 from __future__ import annotations
 
 from importlib import resources
 
-from hermes_benchmarks.config import Suite
+from hermes_benchmarks._config import Suite
 
 __all__ = ["SUITES", "TBLITE", "TERMINALBENCH2", "YC_BENCH", "Suite", "default_yaml"]
 

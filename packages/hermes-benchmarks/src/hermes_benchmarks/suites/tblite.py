@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from hermes_benchmarks.config import Suite
+from hermes_benchmarks._config import Suite
 from hermes_benchmarks.suites import TBLITE
 from hermes_benchmarks.suites.terminalbench2 import TerminalBench2EvalEnv
 

@@ -6,14 +6,14 @@ Run it as a script, with Atropos' options::
         --env.tasks_dir DIR --openai.base_url URL --openai.model_name NAME
 
 ``evaluate`` runs the very harness ``hermes-bench terminalbench2 evaluate`` runs
-(:func:`~hermes_benchmarks.evaluation.load_suite_tasks`, then
-:func:`~hermes_benchmarks.evaluation.run_suite`: image builds, the verifier, retries,
+(:func:`~hermes_benchmarks._evaluation.load_suite_tasks`, then
+:func:`~hermes_benchmarks._evaluation.run_suite`: image builds, the verifier, retries,
 ``--env.resume``, ``results.jsonl`` and ``summary.json`` in ``--env.output_dir``), with
 the hermes agent loop on the environment's server (``--openai.base_url``,
 ``--openai.model_name``, ``--openai.api_key``; ``--env.max_agent_turns``,
 ``--env.agent_temperature``, ``--env.max_tokens_per_turn``, ``--env.system_prompt``),
 so the same settings give the same results. The harness settings are
-:class:`~hermes_benchmarks.config.HarnessSettings`' fields (``--env.tasks_dir``,
+:class:`~hermes_benchmarks._config.HarnessSettings`' fields (``--env.tasks_dir``,
 ``--env.dataset_name``, ``--env.n_trials``, ``--env.agent oracle``, ...), with the
 defaults of the suite's ``default.yaml``. Atropos' ``evaluate_log`` also writes
 ``metrics.json`` and one sample per trial (``samples.jsonl``) to
@@ -22,7 +22,7 @@ defaults of the suite's ``default.yaml``. Atropos' ``evaluate_log`` also writes
 The environment follows the reference's eval-only pattern: ``eval_handling`` STOP_TRAIN,
 ``steps_per_eval`` 1, ``total_steps`` 1, ``collect_trajectories`` returning
 ``(None, [])``, :meth:`TerminalBench2EvalEnv.rollout_and_score_eval` for one task. Its
-base is :class:`~hermes_envs.eval_env.HermesAgentEvalEnv`, which holds only what evaluation uses
+base is :class:`~hermes_envs.HermesAgentEvalEnv`, which holds only what evaluation uses
 (no tokenizer, sandbox pool or tools: ``process`` and ``serve`` stop at start).
 """
 
@@ -37,18 +37,18 @@ from typing import Any, ClassVar
 from atroposlib.envs.server_handling.server_manager import APIServerConfig
 from rich.console import Console
 
-from hermes_benchmarks.agents import AGENT_TOOLSETS, Agent, HermesAgent
+from hermes_benchmarks._agents import AGENT_TOOLSETS, Agent, HermesAgent
+from hermes_benchmarks._config import HarnessSettings, Suite
+from hermes_benchmarks._errors import DatasetError, HermesBenchmarksError
+from hermes_benchmarks._evaluation import choose_agent, load_suite_tasks, run_suite, trial_settings
+from hermes_benchmarks._report import results_tables
+from hermes_benchmarks._results import TrialResult
+from hermes_benchmarks._summary import RunSummary
+from hermes_benchmarks._task import Task
+from hermes_benchmarks._trial import run_trial
 from hermes_benchmarks.cli import resolve
-from hermes_benchmarks.config import HarnessSettings, Suite
-from hermes_benchmarks.errors import DatasetError, HermesBenchmarksError
-from hermes_benchmarks.evaluation import choose_agent, load_suite_tasks, run_suite, trial_settings
-from hermes_benchmarks.report import results_tables
-from hermes_benchmarks.results import TrialResult
 from hermes_benchmarks.run import RESULTS_FILE, SUMMARY_FILE, RunProgress
 from hermes_benchmarks.suites import TERMINALBENCH2
-from hermes_benchmarks.summary import RunSummary
-from hermes_benchmarks.task import Task
-from hermes_benchmarks.trial import run_trial
 from hermes_envs import (
     DatasetLoadError,
     EnvSetupError,
@@ -182,9 +182,9 @@ class TerminalBench2EvalEnv(HermesAgentEvalEnv[Task]):
 
     async def rollout_and_score_eval(self, eval_item: Task, trial: int = 0) -> TrialResult:
         """One trial of one task with ``--env.agent``: image, sandbox, agent, verifier
-        (:func:`~hermes_benchmarks.trial.run_trial`; infrastructure failures retried and
+        (:func:`~hermes_benchmarks._trial.run_trial`; infrastructure failures retried and
         recorded, never raised). ``evaluate`` runs every trial the same way, through
-        :func:`~hermes_benchmarks.evaluation.run_suite`.
+        :func:`~hermes_benchmarks._evaluation.run_suite`.
 
         Raises:
             EnvSetupError: the agent cannot be built.

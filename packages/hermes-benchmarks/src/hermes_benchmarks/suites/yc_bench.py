@@ -51,8 +51,8 @@ def _help() -> str:
 
 def _check(args: list[str]) -> int:
     from hermes_benchmarks.run import SUMMARY_FILE
+    from hermes_benchmarks.yc_bench._player import PLAYER_MODEL, greedy_player
     from hermes_benchmarks.yc_bench.env import YCBenchEvalEnv
-    from hermes_benchmarks.yc_bench.player import PLAYER_MODEL, greedy_player
     from hermes_envs import CliError, resolve_config, run_cli
     from hermes_loop.server import ModelServerThread, Policy
 

@@ -8,9 +8,9 @@ URL), :class:`RunServer` serves the folder on 127.0.0.1 for ``--serve``.
 
 from __future__ import annotations
 
-from hermes_benchmarks.view.command import VIEW_USAGE, view_main
-from hermes_benchmarks.view.page import PAGE_NAME, render_page, write_page
-from hermes_benchmarks.view.records import TEXT_CAP, RunData, load_run
+from hermes_benchmarks.view._command import VIEW_USAGE, view_main
+from hermes_benchmarks.view._page import PAGE_NAME, render_page, write_page
+from hermes_benchmarks.view._records import TEXT_CAP, RunData, load_run
 from hermes_envs.view import RunServer
 
 __all__ = [

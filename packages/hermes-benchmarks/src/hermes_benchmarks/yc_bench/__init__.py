@@ -8,16 +8,16 @@ evaluate`` or ``hermes-bench yc-bench evaluate``.
 
 from __future__ import annotations
 
-from hermes_benchmarks.yc_bench.install import (
+from hermes_benchmarks.yc_bench._install import (
     YC_BENCH_VERSION,
     YCBenchInstall,
     YCBenchMissingError,
     ensure_yc_bench,
     find_python,
 )
-from hermes_benchmarks.yc_bench.player import greedy_player
-from hermes_benchmarks.yc_bench.results import YCRunResult, YCSummary, read_runs, summarize_runs
-from hermes_benchmarks.yc_bench.score import (
+from hermes_benchmarks.yc_bench._player import greedy_player
+from hermes_benchmarks.yc_bench._results import YCRunResult, YCSummary, read_runs, summarize_runs
+from hermes_benchmarks.yc_bench._score import (
     SimOutcome,
     composite_score,
     normalised_funds,

@@ -34,21 +34,21 @@ from typing import Any
 from atroposlib.envs.server_handling.server_manager import APIServerConfig
 from rich.console import Console
 
-from hermes_benchmarks.agents import SingleSandbox, trial_infra_error
-from hermes_benchmarks.errors import HermesBenchmarksError, ResultsFileError, TrialInfraError
-from hermes_benchmarks.results import Attempt, TrialStatus, infra_attempt
+from hermes_benchmarks._agents import SingleSandbox, trial_infra_error
+from hermes_benchmarks._errors import HermesBenchmarksError, ResultsFileError, TrialInfraError
+from hermes_benchmarks._results import Attempt, TrialStatus, infra_attempt
 from hermes_benchmarks.run import SUMMARY_FILE, open_results, run_jobs
-from hermes_benchmarks.yc_bench.config import YCBenchEvalConfig
-from hermes_benchmarks.yc_bench.install import YCBenchInstall, ensure_yc_bench
-from hermes_benchmarks.yc_bench.prompt import SYSTEM_PROMPT, run_prompt
-from hermes_benchmarks.yc_bench.results import (
+from hermes_benchmarks.yc_bench._config import YCBenchEvalConfig
+from hermes_benchmarks.yc_bench._install import YCBenchInstall, ensure_yc_bench
+from hermes_benchmarks.yc_bench._prompt import SYSTEM_PROMPT, run_prompt
+from hermes_benchmarks.yc_bench._results import (
     YCRunResult,
     YCSummary,
     summarize_runs,
     table,
 )
-from hermes_benchmarks.yc_bench.score import composite_score, normalised_funds
-from hermes_benchmarks.yc_bench.sim import (
+from hermes_benchmarks.yc_bench._score import composite_score, normalised_funds
+from hermes_benchmarks.yc_bench._sim import (
     DB_FILE,
     finish_simulation,
     sandbox_env,
@@ -200,7 +200,7 @@ class YCBenchEvalEnv(HermesAgentEvalEnv[dict[str, Any]]):
 
         Raises:
             TrialInfraError: kind ``model_endpoint`` or ``agent_crash`` (the sandbox died
-                under a tool), as :func:`~hermes_benchmarks.agents.trial_infra_error`.
+                under a tool), as :func:`~hermes_benchmarks._agents.trial_infra_error`.
         """
         enabled = self.config.enabled_toolsets or ["terminal"]
         source = SingleSandbox(sandbox)

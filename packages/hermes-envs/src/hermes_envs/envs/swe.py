@@ -27,11 +27,11 @@ from typing import Any
 from atroposlib.envs.server_handling.server_manager import APIServerConfig
 from pydantic import Field, field_validator
 
-from hermes_envs.base_env import HermesAgentBaseEnv
-from hermes_envs.config import HermesAgentEnvConfig, local_endpoint
-from hermes_envs.dataset import load_items
+from hermes_envs._base_env import HermesAgentBaseEnv
+from hermes_envs._config import HermesAgentEnvConfig, local_endpoint
+from hermes_envs._dataset import load_items
+from hermes_envs._errors import DatasetLoadError
 from hermes_envs.envs.terminal_test import shipped_tokenizer_dir
-from hermes_envs.errors import DatasetLoadError
 from hermes_loop import AgentResult
 from hermes_loop.server import Call, ModelRequest, Turn
 from hermes_sandbox import ToolContext

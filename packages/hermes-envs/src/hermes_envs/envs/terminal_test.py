@@ -17,9 +17,9 @@ from typing import Any
 
 from atroposlib.envs.server_handling.server_manager import APIServerConfig
 
-from hermes_envs.base_env import HermesAgentBaseEnv
-from hermes_envs.config import HermesAgentEnvConfig, local_endpoint
-from hermes_envs.tokenizer import shipped_tokenizer_dir
+from hermes_envs._base_env import HermesAgentBaseEnv
+from hermes_envs._config import HermesAgentEnvConfig, local_endpoint
+from hermes_envs._tokenizer import shipped_tokenizer_dir
 from hermes_loop import AgentResult
 from hermes_loop.server import Call, ModelRequest, Turn
 from hermes_sandbox import ToolContext

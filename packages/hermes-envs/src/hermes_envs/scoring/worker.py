@@ -29,11 +29,11 @@ import sys
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from hermes_envs.group_file import LineEncoder
-from hermes_envs.scoring.encoding import TextEncoder
-from hermes_envs.scoring.group import ScoredRollout, scored_group, skip_reason
-from hermes_envs.scoring.tokens import chat_template_tokens
-from hermes_envs.tokenizer import ChatTemplateSpec, TemplateRenderer
+from hermes_envs._group_file import LineEncoder
+from hermes_envs._tokenizer import ChatTemplateSpec, TemplateRenderer
+from hermes_envs.scoring._encoding import TextEncoder
+from hermes_envs.scoring._group import ScoredRollout, scored_group, skip_reason
+from hermes_envs.scoring._tokens import chat_template_tokens
 
 __all__ = ["LineMaker", "main"]
 

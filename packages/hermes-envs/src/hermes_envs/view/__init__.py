@@ -1,7 +1,7 @@
 """``hermes-envs view``: a ``process`` or ``evaluate`` output in the browser.
 
 :func:`find_output` / :func:`load_output` read an output (the records of
-``hermes_envs.records`` and the group file or ``metrics.json``), :func:`render_page`
+``hermes_envs._records`` and the group file or ``metrics.json``), :func:`render_page`
 makes one self-contained HTML page of it (no CDN, nothing fetched: it works from a
 ``file://`` URL), :class:`RunServer` serves a folder on 127.0.0.1 for ``--serve``. The
 page and server parts (``page``, ``serve``, ``common.css``, ``common.js``) and the
@@ -11,7 +11,7 @@ shared with ``hermes-bench view``.
 
 from __future__ import annotations
 
-from hermes_envs.view.command import (
+from hermes_envs.view._command import (
     VIEW_USAGE,
     ViewArgs,
     parse_view_args,
@@ -19,9 +19,9 @@ from hermes_envs.view.command import (
     render_page,
     view_main,
 )
-from hermes_envs.view.load import Output, ViewData, find_output, load_output
-from hermes_envs.view.page import fill_template, write_page_text
-from hermes_envs.view.serve import RunServer
+from hermes_envs.view._load import Output, ViewData, find_output, load_output
+from hermes_envs.view._page import fill_template, write_page_text
+from hermes_envs.view._serve import RunServer
 
 __all__ = [
     "VIEW_USAGE",

@@ -6,9 +6,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from hermes_loop.errors import EndpointError
+from hermes_loop._errors import EndpointError
 
-# EndpointError lives in hermes_loop.errors (the package's error tree); it is re-exported
+# EndpointError lives in hermes_loop._errors (the package's error tree); it is re-exported
 # here because every endpoint raises it.
 __all__ = ["ChatServer", "ChatSession", "EndpointError", "ModelTurn", "SamplingParams"]
 

@@ -11,8 +11,8 @@ from typing import Any, TypeVar
 
 import openai
 
+from hermes_loop._errors import EndpointError
 from hermes_loop.endpoints._errors import endpoint_error
-from hermes_loop.errors import EndpointError
 
 __all__ = ["HTTPEndpoint", "make_client"]
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import openai
 
-from hermes_loop.errors import EndpointError, EndpointErrorKind
+from hermes_loop._errors import EndpointError, EndpointErrorKind
 
 __all__ = ["bad_response", "endpoint_error", "type_name"]
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
-from hermes_loop.errors import HermesLoopError
+from hermes_loop._errors import HermesLoopError
 
 if TYPE_CHECKING:
     from hermes_loop.server._app import ModelServer

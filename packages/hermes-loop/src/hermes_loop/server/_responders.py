@@ -50,7 +50,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from hermes_loop.errors import HermesLoopError
+from hermes_loop._errors import HermesLoopError
 from hermes_loop.server._json_limits import load_json, text_problem
 from hermes_loop.server._turns import Call, ScriptError, Turn
 from hermes_loop.templates._chat_template import parse_prompt

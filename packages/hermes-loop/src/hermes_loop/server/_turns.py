@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_loop.errors import HermesLoopError
+from hermes_loop._errors import HermesLoopError
 from hermes_loop.server._json_limits import TooDeep, json_problem, text_problem
 
 __all__ = ["FINISH_REASONS", "Call", "Fault", "ScriptError", "Turn"]

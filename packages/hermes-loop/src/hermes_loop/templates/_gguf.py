@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from hermes_loop.errors import HermesLoopError
+from hermes_loop._errors import HermesLoopError
 
 __all__ = ["GGUFError", "read_metadata", "tokenizer_from_gguf"]
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from hermes_loop.errors import HermesLoopError
+from hermes_loop._errors import HermesLoopError
 
 __all__ = [
     "ChatTemplateError",

@@ -26,7 +26,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from hermes_loop.errors import HermesLoopError
+from hermes_loop._errors import HermesLoopError
 
 if TYPE_CHECKING:
     # tokenizers < 0.23 ships no type information; newer releases do.

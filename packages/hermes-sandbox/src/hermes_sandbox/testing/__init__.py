@@ -22,7 +22,7 @@ trivially and the rest still apply.
 
 from __future__ import annotations
 
-from hermes_sandbox.errors import ConformanceError
+from hermes_sandbox._errors import ConformanceError
 from hermes_sandbox.testing.bench import Bench
 from hermes_sandbox.testing.checks import CHECKS, Check
 from hermes_sandbox.testing.probes import CheckSkipped

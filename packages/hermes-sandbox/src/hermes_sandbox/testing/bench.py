@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hermes_sandbox.base import Sandbox
+from hermes_sandbox._base import Sandbox
 from hermes_sandbox.testing.probes import CheckSkipped
 from hermes_sandbox.testing.provider import CAPABILITIES, LIMITS, Factory, Provider
 

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from hermes_sandbox.errors import ConformanceError
+from hermes_sandbox._errors import ConformanceError
 
 __all__ = [
     "CheckSkipped",

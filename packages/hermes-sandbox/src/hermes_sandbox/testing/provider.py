@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hermes_sandbox.base import Sandbox
-from hermes_sandbox.registry import create_sandbox
+from hermes_sandbox._base import Sandbox
+from hermes_sandbox._registry import create_sandbox
 
 __all__ = ["CAPABILITIES", "LIMITS", "Factory", "Provider"]
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from hermes_sandbox.errors import ConformanceError
+from hermes_sandbox._errors import ConformanceError
 from hermes_sandbox.testing.bench import Bench
 from hermes_sandbox.testing.checks import CHECKS, Check
 from hermes_sandbox.testing.probes import CheckSkipped

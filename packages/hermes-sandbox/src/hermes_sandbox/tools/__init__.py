@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hermes_sandbox.tools.browser import (
+from hermes_sandbox.tools._browser import (
     CHROMIUM_FLAGS,
     DEFAULT_CHROMIUM,
     BrowserPageError,
@@ -20,7 +20,7 @@ from hermes_sandbox.tools.browser import (
     browser_tools,
     browser_unavailable,
 )
-from hermes_sandbox.tools.files import (
+from hermes_sandbox.tools._files import (
     SearchMatch,
     SearchResult,
     file_tools,
@@ -29,14 +29,14 @@ from hermes_sandbox.tools.files import (
     search_files,
     write_text,
 )
-from hermes_sandbox.tools.spec import (
+from hermes_sandbox.tools._spec import (
     Invocation,
     InvocationLike,
     SandboxSource,
     SandboxTool,
     ToolHandler,
 )
-from hermes_sandbox.tools.terminal import terminal_tools
+from hermes_sandbox.tools._terminal import terminal_tools
 from hermes_sandbox.tools.web import (
     DirectWebProvider,
     FirecrawlProvider,

@@ -29,12 +29,12 @@ import uuid
 from abc import abstractmethod
 from typing import ClassVar
 
-from hermes_sandbox.base import Sandbox
-from hermes_sandbox.errors import SandboxError, SandboxStartError
-from hermes_sandbox.options import SandboxOptions
-from hermes_sandbox.output import OutputCollector
-from hermes_sandbox.processes import MARKER_VARIABLE, kill_functions, marker_pattern
-from hermes_sandbox.result import ExecResult
+from hermes_sandbox._base import Sandbox
+from hermes_sandbox._errors import SandboxError, SandboxStartError
+from hermes_sandbox._options import SandboxOptions
+from hermes_sandbox._output import OutputCollector
+from hermes_sandbox._processes import MARKER_VARIABLE, kill_functions, marker_pattern
+from hermes_sandbox._result import ExecResult
 
 __all__ = ["RemoteShellSandbox"]
 
@@ -42,7 +42,7 @@ logger = logging.getLogger(__name__)
 
 # --- bash that runs inside the sandbox ---------------------------------------------------
 
-#: The kill functions (``hermes_sandbox.processes``), run from the sandbox's ``PATH``.
+#: The kill functions (``hermes_sandbox._processes``), run from the sandbox's ``PATH``.
 _FUNCS = kill_functions()
 
 #: Runs ``bash -c SCRIPT`` with a timeout and bounded output.

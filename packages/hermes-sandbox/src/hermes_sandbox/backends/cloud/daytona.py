@@ -23,16 +23,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from hermes_sandbox.backends.cloud._runner import RemoteShellSandbox
-from hermes_sandbox.backends.option_check import check_extra
-from hermes_sandbox.errors import (
+from hermes_sandbox._errors import (
     BackendUnavailableError,
     SandboxClosedError,
     SandboxError,
     SandboxStartError,
 )
-from hermes_sandbox.lifecycle import ImageSource, PreparedImage, kept_context
-from hermes_sandbox.options import SandboxOptions
+from hermes_sandbox._lifecycle import ImageSource, PreparedImage, kept_context
+from hermes_sandbox._options import SandboxOptions
+from hermes_sandbox.backends.cloud._runner import RemoteShellSandbox
+from hermes_sandbox.backends.option_check import check_extra
 
 __all__ = ["DaytonaSandbox", "daytona_dockerfile_image"]
 

@@ -24,16 +24,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hermes_sandbox.backends.cloud._runner import RemoteShellSandbox
-from hermes_sandbox.backends.option_check import check_extra
-from hermes_sandbox.errors import (
+from hermes_sandbox._errors import (
     BackendUnavailableError,
     SandboxClosedError,
     SandboxError,
     SandboxStartError,
 )
-from hermes_sandbox.lifecycle import ImageSource, PreparedImage, kept_context
-from hermes_sandbox.options import SandboxOptions
+from hermes_sandbox._lifecycle import ImageSource, PreparedImage, kept_context
+from hermes_sandbox._options import SandboxOptions
+from hermes_sandbox.backends.cloud._runner import RemoteShellSandbox
+from hermes_sandbox.backends.option_check import check_extra
 
 __all__ = ["ModalSandbox", "build_modal_image"]
 

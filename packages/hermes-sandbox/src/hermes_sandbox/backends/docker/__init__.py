@@ -78,6 +78,14 @@ from __future__ import annotations
 from hermes_sandbox.backends.docker._cleanup import list_containers, remove_containers
 from hermes_sandbox.backends.docker._daemon import DockerDaemon, resolve_docker_host
 from hermes_sandbox.backends.docker._errors import DockerUnreachableError, ImageBuildError
+from hermes_sandbox.backends.docker._image import (
+    BUSYBOX_IMAGE,
+    DEFAULT_IMAGE,
+    build_dockerfile_image,
+    build_image,
+    ensure_image,
+    image_exists,
+)
 from hermes_sandbox.backends.docker._labels import (
     LABEL,
     LABEL_POOL,
@@ -86,6 +94,7 @@ from hermes_sandbox.backends.docker._labels import (
     RUN_ID,
 )
 from hermes_sandbox.backends.docker._launch import LIFETIME_GRACE, start_container
+from hermes_sandbox.backends.docker._pool import DockerWarmPool
 from hermes_sandbox.backends.docker._prepare import DockerImageOptions
 from hermes_sandbox.backends.docker._pull import pull_image
 from hermes_sandbox.backends.docker._sandbox import DockerSandbox
@@ -94,15 +103,6 @@ from hermes_sandbox.backends.docker._spec import (
     DEFAULT_PIDS_LIMIT,
     ContainerSpec,
 )
-from hermes_sandbox.backends.docker.image import (
-    BUSYBOX_IMAGE,
-    DEFAULT_IMAGE,
-    build_dockerfile_image,
-    build_image,
-    ensure_image,
-    image_exists,
-)
-from hermes_sandbox.backends.docker.pool import DockerWarmPool
 
 __all__ = [
     "BUSYBOX_IMAGE",

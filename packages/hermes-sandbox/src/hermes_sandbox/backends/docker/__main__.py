@@ -2,6 +2,6 @@
 
 import sys
 
-from hermes_sandbox.backends.docker.cli import main
+from hermes_sandbox.backends.docker._cli import main
 
 sys.exit(main())

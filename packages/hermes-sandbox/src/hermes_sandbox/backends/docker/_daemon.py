@@ -21,10 +21,10 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final, TypeVar
 from urllib.parse import quote, urlparse
 
+from hermes_sandbox._errors import SandboxClosedError, SandboxError, SandboxStartError
 from hermes_sandbox.backends.docker._errors import DockerUnreachableError
 from hermes_sandbox.backends.docker._sdk import explain, load_sdk
 from hermes_sandbox.backends.docker._stream import CHUNK, READ_LIMIT, ExecStream
-from hermes_sandbox.errors import SandboxClosedError, SandboxError, SandboxStartError
 
 __all__ = [
     "API_TIMEOUT",

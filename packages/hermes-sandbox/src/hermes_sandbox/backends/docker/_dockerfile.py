@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlencode
 
+from hermes_sandbox._dockerfile import image_references
+from hermes_sandbox._lifecycle import BuildNetwork
 from hermes_sandbox.backends.docker._cache import (
     STAMP_LABEL,
     confirm_built,
@@ -42,8 +44,6 @@ from hermes_sandbox.backends.docker._errors import ImageBuildError
 from hermes_sandbox.backends.docker._pull import PULL_ATTEMPTS, PULL_WAIT, ensure_reference
 from hermes_sandbox.backends.docker._sdk import load_sdk
 from hermes_sandbox.backends.docker._stream import CHUNK
-from hermes_sandbox.dockerfile import image_references
-from hermes_sandbox.lifecycle import BuildNetwork
 
 __all__ = ["DEFAULT_BUILD_TIMEOUT", "STOP_GRACE", "build_dockerfile_image", "context_stamp"]
 

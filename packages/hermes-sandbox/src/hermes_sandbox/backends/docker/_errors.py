@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hermes_sandbox.errors import SandboxError, SandboxStartError
+from hermes_sandbox._errors import SandboxError, SandboxStartError
 
 __all__ = ["DockerUnreachableError", "ImageBuildError"]
 

@@ -26,8 +26,8 @@ import uuid
 from typing import Any, Final
 
 from hermes_sandbox.backends.docker._errors import ImageBuildError
+from hermes_sandbox.backends.docker._image import BUSYBOX_IMAGE, build_image
 from hermes_sandbox.backends.docker._sdk import explain, load_sdk
-from hermes_sandbox.backends.docker.image import BUSYBOX_IMAGE, build_image
 
 __all__ = [
     "HELPER_BASH",

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Final
 
-from hermes_sandbox.lifecycle import RUN_ID
+from hermes_sandbox._lifecycle import RUN_ID
 
 __all__ = ["LABEL", "LABEL_POOL", "LABEL_RUN", "LABEL_TASK", "RUN_ID"]
 
 # RUN_ID (one id per Python process, put on every container it starts as label
-# ``LABEL_RUN``) is ``hermes_sandbox.lifecycle.RUN_ID``, re-exported here.
+# ``LABEL_RUN``) is ``hermes_sandbox._lifecycle.RUN_ID``, re-exported here.
 #: ``hermes-sandbox=1`` on every container of this package.
 LABEL: Final = "hermes-sandbox"
 #: The run (``RUN_ID``) that started the container.

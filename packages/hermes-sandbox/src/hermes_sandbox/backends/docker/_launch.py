@@ -20,15 +20,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from hermes_sandbox._errors import SandboxStartError
 from hermes_sandbox.backends.docker._daemon import DockerDaemon
 from hermes_sandbox.backends.docker._errors import ImageBuildError
 from hermes_sandbox.backends.docker._helper import helper_mount, helper_volume
+from hermes_sandbox.backends.docker._image import missing_image_hint
 from hermes_sandbox.backends.docker._labels import RUN_ID
 from hermes_sandbox.backends.docker._scripts import KEEPER, harness_argv
 from hermes_sandbox.backends.docker._sdk import explain, load_sdk
 from hermes_sandbox.backends.docker._spec import DEFAULT_WORKDIR, ContainerSpec
-from hermes_sandbox.backends.docker.image import missing_image_hint
-from hermes_sandbox.errors import SandboxStartError
 
 __all__ = ["LIFETIME_GRACE", "Launched", "launch_container", "start_container"]
 

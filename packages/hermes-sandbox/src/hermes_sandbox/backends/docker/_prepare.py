@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hermes_sandbox._lifecycle import ImageSource, PreparedImage
 from hermes_sandbox.backends.docker._cleanup import remove_containers
 from hermes_sandbox.backends.docker._daemon import DockerDaemon
 from hermes_sandbox.backends.docker._dockerfile import build_dockerfile_image
 from hermes_sandbox.backends.docker._errors import DockerUnreachableError
 from hermes_sandbox.backends.docker._labels import LABEL_RUN
 from hermes_sandbox.backends.docker._pull import PULL_ATTEMPTS, PULL_WAIT, ensure_reference
-from hermes_sandbox.lifecycle import ImageSource, PreparedImage
 
 __all__ = ["DockerImageOptions", "prepare_docker_image", "reap_docker_run"]
 

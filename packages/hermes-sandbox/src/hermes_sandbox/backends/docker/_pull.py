@@ -17,9 +17,9 @@ from typing import Any, Final
 
 import tenacity
 
+from hermes_sandbox._lifecycle import ImageUnavailableError, ImageUnavailableKind
 from hermes_sandbox.backends.docker._cache import image_id
 from hermes_sandbox.backends.docker._sdk import explain, load_sdk
-from hermes_sandbox.lifecycle import ImageUnavailableError, ImageUnavailableKind
 
 __all__ = ["PULL_ATTEMPTS", "PULL_WAIT", "ensure_reference", "pull_image"]
 

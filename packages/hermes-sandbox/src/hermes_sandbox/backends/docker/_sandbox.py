@@ -11,6 +11,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from hermes_sandbox._base import Sandbox
+from hermes_sandbox._errors import FileChangedError, SandboxClosedError, SandboxError
+from hermes_sandbox._lifecycle import ImageSource, PreparedImage
+from hermes_sandbox._options import SandboxOptions
+from hermes_sandbox._output import OutputCollector
+from hermes_sandbox._result import ExecResult
 from hermes_sandbox.backends.docker._archive import (
     prefixed_tar,
     read_single_file,
@@ -19,6 +25,7 @@ from hermes_sandbox.backends.docker._archive import (
 from hermes_sandbox.backends.docker._daemon import DockerDaemon, resolve_docker_host
 from hermes_sandbox.backends.docker._labels import LABEL, LABEL_RUN, LABEL_TASK, RUN_ID
 from hermes_sandbox.backends.docker._launch import LIFETIME_GRACE, Launched, launch_container
+from hermes_sandbox.backends.docker._pool import DockerWarmPool
 from hermes_sandbox.backends.docker._prepare import prepare_docker_image, reap_docker_run
 from hermes_sandbox.backends.docker._scripts import (
     HARNESS_ENV,
@@ -29,13 +36,6 @@ from hermes_sandbox.backends.docker._scripts import (
 from hermes_sandbox.backends.docker._session import Running, Session, SessionPool
 from hermes_sandbox.backends.docker._spec import DEFAULT_WORKDIR, ContainerSpec, check_user
 from hermes_sandbox.backends.docker._transfer import download_file, upload_file
-from hermes_sandbox.backends.docker.pool import DockerWarmPool
-from hermes_sandbox.base import Sandbox
-from hermes_sandbox.errors import FileChangedError, SandboxClosedError, SandboxError
-from hermes_sandbox.lifecycle import ImageSource, PreparedImage
-from hermes_sandbox.options import SandboxOptions
-from hermes_sandbox.output import OutputCollector
-from hermes_sandbox.result import ExecResult
 
 __all__ = ["KILL_DRAIN", "KILL_TIMEOUT", "STOP_ATTEMPTS", "DockerSandbox"]
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
+from hermes_sandbox._processes import kill_functions
 from hermes_sandbox.backends.docker._helper import HELPER_BASH, HELPER_BUSYBOX
-from hermes_sandbox.processes import kill_functions
 
 __all__ = [
     "HARNESS_ENV",
@@ -59,7 +59,7 @@ while [ "$SECONDS" -lt "$end" ]; do nap "$((end - SECONDS))"; done
 # Kills a command's session ($1: its id = the leader's pid): every process of the session
 # and every descendant of one (setsid children too), frozen first so none forks meanwhile,
 # then the group and the leader (in case setsid has not run yet); three passes catch forks
-# in flight (``__hs_kill`` of ``hermes_sandbox.processes``, without a marker pattern:
+# in flight (``__hs_kill`` of ``hermes_sandbox._processes``, without a marker pattern:
 # builtins only, so it runs even when the process limit is nearly full).
 KILL_SCRIPT: Final = kill_functions(HELPER_BUSYBOX) + '__hs_kill s "$1" ""\nexit 0\n'
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hermes_sandbox.errors import BackendUnavailableError
+from hermes_sandbox._errors import BackendUnavailableError
 
 __all__ = ["explain", "load_sdk"]
 

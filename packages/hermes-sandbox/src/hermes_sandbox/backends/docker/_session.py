@@ -27,11 +27,11 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Final
 
+from hermes_sandbox._errors import SandboxClosedError
 from hermes_sandbox.backends.docker._daemon import DockerDaemon
 from hermes_sandbox.backends.docker._helper import HELPER_BASH, HELPER_BUSYBOX
 from hermes_sandbox.backends.docker._scripts import harness_argv
 from hermes_sandbox.backends.docker._stream import ExecStream
-from hermes_sandbox.errors import SandboxClosedError
 
 __all__ = ["SESSION_SERVER", "Running", "Session", "SessionPool"]
 

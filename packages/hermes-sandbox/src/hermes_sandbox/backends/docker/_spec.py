@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from hermes_sandbox.backends.docker.image import DEFAULT_IMAGE
+from hermes_sandbox._options import SandboxOptions
+from hermes_sandbox.backends.docker._image import DEFAULT_IMAGE
 from hermes_sandbox.backends.option_check import check_extra
-from hermes_sandbox.options import SandboxOptions
 
 __all__ = [
     "DEFAULT_CPUS",

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Final
 from urllib.parse import quote
 
-from hermes_sandbox.errors import SandboxClosedError, SandboxError
+from hermes_sandbox._errors import SandboxClosedError, SandboxError
 
 __all__ = ["CHUNK", "READ_LIMIT", "ExecStream"]
 

@@ -23,9 +23,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from hermes_sandbox._errors import SandboxClosedError, SandboxError
 from hermes_sandbox.backends.docker._archive import folder_headers
 from hermes_sandbox.backends.docker._daemon import DockerDaemon
-from hermes_sandbox.errors import SandboxClosedError, SandboxError
 
 __all__ = ["TRANSFER_CHUNK", "download_file", "upload_file"]
 

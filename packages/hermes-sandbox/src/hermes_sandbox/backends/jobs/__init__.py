@@ -3,7 +3,7 @@
 
 Both start every command through ``bash -c BOOT`` (its own process group, the sandbox's
 marker) on a channel or an ``apptainer exec``, read its reports and output while it runs,
-and kill what it left with the scripts of ``hermes_sandbox.processes``: ``_job.py`` holds
+and kill what it left with the scripts of ``hermes_sandbox._processes``: ``_job.py`` holds
 what they share (``run_job``, ``JobLedger``), ``ssh.py`` and ``singularity.py`` each
 backend.
 """

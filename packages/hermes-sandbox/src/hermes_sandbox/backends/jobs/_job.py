@@ -1,9 +1,9 @@
 """What the ssh and singularity backends share: running a command as a job, and killing it.
 
 Both run each command through ``bash -c BOOT _ MARKER`` (a job with its own process
-group, tagged with ``hermes_sandbox.processes.MARKER_VARIABLE``) and kill leftovers with the scripts
-``kill_command_script`` (one command) and ``kill_all_script`` (a whole sandbox) write;
-``JobLedger`` keeps a sandbox's markers and process groups. ``run_job`` is the one
+group, tagged with ``hermes_sandbox._processes.MARKER_VARIABLE``) and kill leftovers
+with the scripts ``kill_command_script`` (one command) and ``kill_all_script`` (a whole
+sandbox) write; ``JobLedger`` keeps a sandbox's markers and process groups. ``run_job`` is the one
 runner of a command: it sends the script, waits for the exit report or the timeout,
 kills the command's tree at the timeout or when the caller cancels, and drains the
 output. A backend gives it a ``Job`` (the runner process it started: an ssh channel, an
@@ -24,10 +24,10 @@ import uuid
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Protocol
 
-from hermes_sandbox.errors import SandboxError
-from hermes_sandbox.output import OutputCollector
-from hermes_sandbox.processes import MARKER_VARIABLE, kill_functions, marker_pattern
-from hermes_sandbox.result import ExecResult
+from hermes_sandbox._errors import SandboxError
+from hermes_sandbox._output import OutputCollector
+from hermes_sandbox._processes import MARKER_VARIABLE, kill_functions, marker_pattern
+from hermes_sandbox._result import ExecResult
 
 __all__ = [
     "BOOT",
@@ -69,7 +69,7 @@ BOOT = (
     'exit "$rc"\n'
 )
 
-#: The kill functions (``hermes_sandbox.processes``), run from the host's ``PATH``.
+#: The kill functions (``hermes_sandbox._processes``), run from the host's ``PATH``.
 _FUNCS = kill_functions()
 
 

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hermes_sandbox.errors import SandboxStartError
+from hermes_sandbox._errors import SandboxStartError
 
 with contextlib.suppress(ImportError):  # the ssh extra; SSHSandbox says when it is missing
     import asyncssh

@@ -36,6 +36,16 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from hermes_sandbox._base import Sandbox
+from hermes_sandbox._errors import (
+    BackendUnavailableError,
+    SandboxClosedError,
+    SandboxError,
+    SandboxStartError,
+)
+from hermes_sandbox._options import SandboxOptions
+from hermes_sandbox._output import OutputCollector
+from hermes_sandbox._result import ExecResult
 from hermes_sandbox.backends.jobs._job import (
     BOOT,
     OUTPUT_GRACE,
@@ -47,16 +57,6 @@ from hermes_sandbox.backends.jobs._job import (
     safe_name,
 )
 from hermes_sandbox.backends.option_check import check_extra
-from hermes_sandbox.base import Sandbox
-from hermes_sandbox.errors import (
-    BackendUnavailableError,
-    SandboxClosedError,
-    SandboxError,
-    SandboxStartError,
-)
-from hermes_sandbox.options import SandboxOptions
-from hermes_sandbox.output import OutputCollector
-from hermes_sandbox.result import ExecResult
 
 __all__ = ["SingularitySandbox"]
 

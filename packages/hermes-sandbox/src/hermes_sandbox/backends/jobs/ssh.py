@@ -47,6 +47,18 @@ import shlex
 import uuid
 from typing import TYPE_CHECKING, cast
 
+from hermes_sandbox._base import Sandbox
+from hermes_sandbox._errors import (
+    BackendUnavailableError,
+    SandboxClosedError,
+    SandboxError,
+    SandboxStartError,
+)
+from hermes_sandbox._options import SandboxOptions
+from hermes_sandbox._output import OutputCollector
+from hermes_sandbox._processes import DEFAULT_PATH
+from hermes_sandbox._result import ExecResult
+from hermes_sandbox._teardown import run_detached
 from hermes_sandbox.backends.jobs._job import (
     BOOT,
     ByteReader,
@@ -59,18 +71,6 @@ from hermes_sandbox.backends.jobs._job import (
 from hermes_sandbox.backends.jobs._ssh_connect import SSHEndpoint
 from hermes_sandbox.backends.jobs._ssh_loops import LoopConnection, LoopConnections
 from hermes_sandbox.backends.option_check import check_extra
-from hermes_sandbox.base import Sandbox
-from hermes_sandbox.errors import (
-    BackendUnavailableError,
-    SandboxClosedError,
-    SandboxError,
-    SandboxStartError,
-)
-from hermes_sandbox.options import SandboxOptions
-from hermes_sandbox.output import OutputCollector
-from hermes_sandbox.processes import DEFAULT_PATH
-from hermes_sandbox.result import ExecResult
-from hermes_sandbox.teardown import run_detached
 
 try:
     import asyncssh

@@ -35,7 +35,7 @@ period, about 10 ms under heavy load), so prefer the isolated mode with a limit.
 
 Killing a command's whole process tree (at its timeout, when the awaiting task is
 cancelled): ``SIGKILL`` to its process group, then every process whose environment carries
-the command's marker (``hermes_sandbox.processes.sweep``; in the isolated mode the helper
+the command's marker (``hermes_sandbox._processes.sweep``; in the isolated mode the helper
 does this inside the namespace). Background jobs outlive their command, as a shell user
 expects, until the sandbox closes. ``close`` kills everything without starting a thread (a
 fork bomb may have used up the process ids): the isolated mode kills the namespace's pid 1
@@ -62,11 +62,11 @@ and any of their commands still running).
 
 from __future__ import annotations
 
-from hermes_sandbox.backends.local.options import DEFAULT_TMP_SIZE_MB, ISOLATION_MODES, Isolation
-from hermes_sandbox.backends.local.sandbox import LocalSandbox
-from hermes_sandbox.backends.local.sweep import reap_orphans
-from hermes_sandbox.processes import DEFAULT_PATH, MARKER_VARIABLE
-from hermes_sandbox.shell import is_stateless
+from hermes_sandbox._processes import DEFAULT_PATH, MARKER_VARIABLE
+from hermes_sandbox._shell import is_stateless
+from hermes_sandbox.backends.local._options import DEFAULT_TMP_SIZE_MB, ISOLATION_MODES, Isolation
+from hermes_sandbox.backends.local._sandbox import LocalSandbox
+from hermes_sandbox.backends.local._sweep import reap_orphans
 
 __all__ = [
     "DEFAULT_PATH",

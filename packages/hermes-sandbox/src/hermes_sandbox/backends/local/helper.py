@@ -24,7 +24,7 @@ does not trust what runs in the sandbox, and parses them with ``json``). Request
   ``{"id": N, "exit": 127, "error": text}`` if it could not start.
 - ``{"op": "kill", "id": N, "needle": B}``: SIGKILL command N's process group and every
   process whose environment, after a NUL put before it, holds the bytes ``B`` (the
-  command's marker entry: ``hermes_sandbox.processes.environ_needle``).
+  command's marker entry: ``hermes_sandbox._processes.environ_needle``).
 - ``{"op": "stop", "id": N}``: SIGKILL every process of the pid namespace but pid 1 and
   the helper, round after round until none is left (zombies aside); answered
   ``{"id": N, "stopped": 1}``, or ``{"id": N, "stopped": 0, "error": text}``.

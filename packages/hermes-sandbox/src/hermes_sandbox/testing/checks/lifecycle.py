@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 import os
 
-from hermes_sandbox.errors import SandboxClosedError
-from hermes_sandbox.pool import SandboxPool
+from hermes_sandbox._errors import SandboxClosedError
+from hermes_sandbox._pool import SandboxPool
 from hermes_sandbox.testing.bench import Bench
 from hermes_sandbox.testing.probes import (
     appeared,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from hermes_sandbox.context import ToolContext
-from hermes_sandbox.errors import ConformanceError, ToolContextError
-from hermes_sandbox.pool import SandboxPool
+from hermes_sandbox._context import ToolContext
+from hermes_sandbox._errors import ConformanceError, ToolContextError
+from hermes_sandbox._pool import SandboxPool
 from hermes_sandbox.testing.bench import Bench
 from hermes_sandbox.testing.probes import expect, expect_equal
 

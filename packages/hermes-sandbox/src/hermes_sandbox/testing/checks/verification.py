@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from hermes_sandbox.errors import SandboxClosedError
+from hermes_sandbox._errors import SandboxClosedError
 from hermes_sandbox.testing.bench import Bench
 from hermes_sandbox.testing.probes import (
     appeared,

@@ -22,26 +22,26 @@ public name is importable from ``hermes_sandbox.tools.web``.
 
 from __future__ import annotations
 
-from hermes_sandbox.errors import WebProviderError, WebProviderErrorKind
-from hermes_sandbox.tools.web.direct import DirectWebProvider
-from hermes_sandbox.tools.web.firecrawl import FirecrawlProvider
-from hermes_sandbox.tools.web.from_env import web_provider_from_env
-from hermes_sandbox.tools.web.html_text import html_to_text
-from hermes_sandbox.tools.web.pages import (
+from hermes_sandbox._errors import WebProviderError, WebProviderErrorKind
+from hermes_sandbox.tools.web._direct import DirectWebProvider
+from hermes_sandbox.tools.web._firecrawl import FirecrawlProvider
+from hermes_sandbox.tools.web._from_env import web_provider_from_env
+from hermes_sandbox.tools.web._html_text import html_to_text
+from hermes_sandbox.tools.web._pages import (
     DEFAULT_MAX_PAGE_CHARS,
     WebPage,
     WebProvider,
     WebSearchResult,
 )
-from hermes_sandbox.tools.web.tavily import TavilyProvider
-from hermes_sandbox.tools.web.tools import (
+from hermes_sandbox.tools.web._tavily import TavilyProvider
+from hermes_sandbox.tools.web._tools import (
     MAX_EXTRACT_URLS,
     MAX_SEARCH_RESULTS,
     extract_web,
     search_web,
     web_tools,
 )
-from hermes_sandbox.tools.web.urls import check_url
+from hermes_sandbox.tools.web._urls import check_url
 
 __all__ = [
     "DEFAULT_MAX_PAGE_CHARS",

@@ -1,0 +1,476 @@
+"""Per-rollout records of ``process`` and ``evaluate``: what explains each score, for the
+viewer (``hermes-envs view``).
+
+Where they go:
+
+- ``process``: ``<stem>.records.jsonl`` beside the group file ``<stem>.jsonl``; its line
+  *i* holds the rollouts of the group file's line *i*: ``{"group": i, "item": ...,
+  "rollouts": [...]}``. The group file itself is written exactly as before (Atropos reads
+  it); the records line is appended after the group line and its ``.items`` entry. A
+  run continued after a kill first cuts a torn last records line and records lines of
+  groups the group file no longer holds, and rebuilds the record of a group written just
+  before the kill from its group line (``"from_group_line": true``: its messages, tokens
+  and score, without per-turn timings): no group is recorded twice or lost. (A group
+  made by an environment's own ``collect_trajectories``, without the base class's
+  rollouts, is recorded from its group line the same way.)
+- ``evaluate``: ``records.jsonl`` in ``data_dir_to_save_evals``, one line per item as it
+  is scored (``group`` is the item's position), started afresh by each evaluation.
+
+A rollout's record: ``task_id``, ``status`` (``scored``, ``infra_failure`` or
+``reward_error``), ``score``, ``error_kind`` and ``error``, ``stop_reason``,
+``turns_used``, ``messages`` (tool calls and tool outputs included), ``reasoning``
+(per turn), ``tool_errors``, ``turns`` (per model call: start, model and tool seconds,
+usage), ``seconds``; in ``process``, ``tokens`` of a scored rollout: ``pieces`` (each
+token's text), ``trained`` (``"1"`` where the mask is not -100) and ``score``. A
+retried infrastructure failure of the same item is kept beside the rollouts of its group
+(in ``evaluate`` marked ``"retried": true``, after the item's last try).
+
+Every configured secret is replaced (``hermes_envs._redaction``) and each rollout's record
+is cut to :data:`RECORD_CAP` bytes (long texts cut in the middle, then tokens beyond the
+cap dropped, then the middle of a very long conversation, each cut said).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
+from pathlib import Path
+from typing import Any, Final, Protocol
+
+from hermes_envs._env_config import HermesAgentEnvConfig
+from hermes_envs._files import write_whole
+from hermes_envs._record_files import EVAL_RECORDS, cut_strings, records_path
+from hermes_envs._redaction import Redactor
+from hermes_envs._resume import GroupLog, item_seed
+from hermes_envs._rollout import RolloutOutcome
+from hermes_envs.scoring._group import wire_messages
+
+__all__ = [
+    "EVAL_RECORDS",
+    "RECORD_CAP",
+    "RecordedEnv",
+    "RolloutRecords",
+    "outcome_record",
+    "records_path",
+]
+
+#: Bytes of one rollout's record at most (JSON, UTF-8).
+RECORD_CAP: Final = 1_000_000
+#: Items whose attempts are held until their group is written, per group or item that
+#: can run at once (``process`` runs twice ``max_num_workers_per_node``): the oldest are
+#: dropped beyond it (e.g. in ``serve``, which writes no records).
+_HELD_PER_WORKER: Final = 4
+#: Characters of one string of a record before the cap tightens it.
+_STRING_CAP: Final = 100_000
+
+logger = logging.getLogger(__name__)
+
+Decoder = Callable[[Sequence[int]], list[str]]
+
+
+def capped(record: dict[str, Any], cap: int = RECORD_CAP) -> dict[str, Any]:
+    """``record`` made to fit ``cap`` bytes of JSON: its strings cut shorter and shorter
+    (head and tail kept, the cut said), then its tokens cut to the first ones that fit
+    (``tokens.cut`` says how many were dropped), then (a very long conversation) its
+    middle messages replaced by one note saying how many were cut."""
+
+    def size(value: Any) -> int:
+        return len(json.dumps(value, ensure_ascii=False, default=str).encode())
+
+    if size(record) <= cap:
+        return record
+    tokens = record.get("tokens")
+    limit = _STRING_CAP
+    made = record
+    while limit >= 256:
+        made = {k: (v if k == "tokens" else cut_strings(v, limit)) for k, v in record.items()}
+        if size(made) <= cap:
+            return made
+        limit //= 4
+    if isinstance(tokens, dict) and tokens.get("pieces"):
+        pieces, trained = tokens["pieces"], tokens["trained"]
+        room = max(0, cap - size({**made, "tokens": None}) - 200)
+        keep, used = 0, 0
+        for piece in pieces:
+            # The piece, its separator and its mark in ``trained``.
+            used += len(json.dumps(piece, ensure_ascii=False).encode()) + 3
+            if used > room:
+                break
+            keep += 1
+        made["tokens"] = {
+            **tokens,
+            "pieces": pieces[:keep],
+            "trained": trained[:keep],
+            "cut": len(pieces) - keep,
+        }
+    # Still too long (a very long conversation): its middle entries go, a note says so.
+    for name in ("messages", "turns", "reasoning", "tool_errors"):
+        excess = size(made) - cap
+        items = made.get(name)
+        if excess <= 0 or not isinstance(items, list) or len(items) <= 2:
+            continue
+        weights = [size(item) + 2 for item in items]
+        start = stop = len(items) // 2
+        removed = 0
+        while removed < excess + 200 and (start > 1 or stop < len(items) - 1):
+            if stop < len(items) - 1:
+                removed += weights[stop]
+                stop += 1
+            if removed < excess + 200 and start > 1:
+                start -= 1
+                removed += weights[start]
+        note = {"role": "note", "content": f"[{stop - start} entries cut by the record's cap]"}
+        made[name] = [*items[:start], {**note, "cut_items": stop - start}, *items[stop:]]
+    return made
+
+
+def outcome_record(outcome: RolloutOutcome) -> dict[str, Any]:
+    """The record of one rollout (not yet redacted nor capped)."""
+    result = outcome.result
+    record: dict[str, Any] = {"task_id": outcome.task_id}
+    if outcome.failure is not None:
+        record.update(
+            status="infra_failure",
+            score=None,
+            error_kind=outcome.failure.stage,
+            error=outcome.failure.message,
+        )
+    elif outcome.reward_error is not None:
+        error = outcome.reward_error
+        record.update(
+            status="reward_error",
+            score=None,
+            error_kind="reward_error",
+            error=error.message,
+        )
+    else:
+        record.update(status="scored", score=outcome.score, error_kind=None, error=None)
+    if result is None:
+        record.update(messages=[], turns=[], seconds=0.0, turns_used=0)
+        return record
+    turns = [
+        {
+            "started_at": turn.started_at,
+            "model_seconds": turn.model_seconds,
+            "tools_seconds": turn.tools_seconds,
+            "usage": dict(turn.usage),
+        }
+        for turn in result.turns
+    ]
+    record.update(
+        stop_reason=result.stop_reason,
+        turns_used=result.turns_used,
+        finished_naturally=result.finished_naturally,
+        messages=wire_messages(result.messages),
+        reasoning=list(result.reasoning_per_turn),
+        tool_errors=[
+            {"turn": e.turn, "tool": e.tool_name, "kind": e.kind, "error": e.error}
+            for e in result.tool_errors
+        ],
+        usage=dict(result.usage),
+        turns=turns,
+        seconds=round(sum(t.model_seconds + t.tools_seconds for t in result.turns), 3),
+    )
+    if result.infra_error is not None:
+        record["infra_error"] = {
+            "kind": result.infra_error.kind,
+            "message": result.infra_error.message,
+            "turn": result.infra_error.turn,
+            "status": result.infra_error.status,
+        }
+    return record
+
+
+def _tokens(ids: Any, masks: Any, score: Any, decode: Decoder | None) -> dict[str, Any] | None:
+    if not isinstance(ids, list) or not isinstance(masks, list) or decode is None:
+        return None
+    trained = "".join(["0" if mask == -100 else "1" for mask in masks])
+    return {
+        "pieces": decode(ids),
+        "trained": trained,
+        "count": len(ids),
+        "trained_count": trained.count("1"),
+        "score": score,
+    }
+
+
+def _row(group: dict[str, Any], name: str, index: int) -> Any:
+    rows = group.get(name)
+    return rows[index] if isinstance(rows, list) and index < len(rows) else None
+
+
+def group_records(
+    group: dict[str, Any],
+    outcomes: Sequence[RolloutOutcome],
+    decode: Decoder | None,
+) -> list[dict[str, Any]]:
+    """The records of a written group's rows, each matched to the held outcome with the
+    same messages (a row with none: recorded from the group line alone), then the held
+    outcomes that failed (infrastructure, reward code)."""
+    scores = group.get("scores") or []
+    free = [o for o in outcomes if o.ok and o.result is not None]
+    records = []
+    for index in range(len(scores)):
+        messages = _row(group, "messages", index)
+        match = None
+        for at, outcome in enumerate(free):
+            assert outcome.result is not None
+            if messages is None or wire_messages(outcome.result.messages) == messages:
+                match = free.pop(at)
+                break
+        if match is not None:
+            record = outcome_record(match)
+        else:
+            record = {
+                "task_id": None,
+                "status": "scored",
+                "score": scores[index],
+                "error_kind": None,
+                "error": None,
+                "messages": messages or [],
+                "turns": [],
+                "seconds": None,
+                "from_group_line": True,
+            }
+        record["score"] = scores[index]
+        made = _tokens(
+            _row(group, "tokens", index), _row(group, "masks", index), scores[index], decode
+        )
+        if made is not None:
+            record["tokens"] = made
+        records.append(record)
+    records += [outcome_record(o) for o in outcomes if not o.ok]
+    return records
+
+
+def _offset_after(path: Path, lines: int) -> int:
+    """The byte offset just after the first ``lines`` newlines of ``path``."""
+    at = 0
+    with path.open("rb") as file:
+        while lines > 0:
+            chunk = file.read(1 << 20)
+            if not chunk:
+                break
+            found = -1
+            while lines > 0:
+                found = chunk.find(b"\n", found + 1)
+                if found < 0:
+                    break
+                lines -= 1
+            if lines == 0:
+                return at + found + 1
+            at += len(chunk)
+    return at
+
+
+def _count_lines(path: Path, start: int) -> tuple[int, int]:
+    """``(newlines, end)``: the newlines of ``path`` from byte ``start`` to its end."""
+    count = 0
+    with path.open("rb") as file:
+        file.seek(start)
+        while chunk := file.read(1 << 20):
+            count += chunk.count(b"\n")
+            start += len(chunk)
+    return count, start
+
+
+class RecordedEnv(Protocol):
+    """What the records writer uses of its environment (a ``HermesAgentBaseEnv``)."""
+
+    config: HermesAgentEnvConfig
+    tokenizer: Any
+    token_executor: Executor
+    redactor: Redactor
+    group_log: GroupLog | None
+
+
+class RolloutRecords:
+    """The records writer of one environment (see the module docstring).
+
+    The environment calls :meth:`attempt` for every rollout it runs, :meth:`group_written`
+    after each group line of ``process``, :meth:`evaluated` for each item of
+    ``evaluate``. Nothing is kept while neither a group file nor an evaluation folder is
+    set. The file work runs off the event loop (token text on the environment's tokenizer
+    thread).
+    """
+
+    def __init__(self, env: RecordedEnv) -> None:
+        self._env = env
+        self._held: OrderedDict[str, list[RolloutOutcome]] = OrderedDict()
+        self._groups_path: Path | None = None
+        self._lines = 0  # complete lines of the group file, counted up to byte _counted
+        self._counted = 0
+        self._eval_path: Path | None = None
+        self._lock = threading.Lock()
+        self._pieces: dict[int, str] = {}  # token id -> its text (a vocabulary at most)
+        self._warned = False
+
+    def _failed(self, error: Exception) -> None:
+        if not self._warned:
+            self._warned = True
+            logger.warning(
+                "cannot keep rollout records: %s (the run goes on; later failures unlogged)",
+                error,
+            )
+
+    @property
+    def _keeping(self) -> bool:
+        config = self._env.config
+        return bool(config.data_path_to_save_groups or config.data_dir_to_save_evals)
+
+    def attempt(self, item: Any, outcome: RolloutOutcome) -> None:
+        """Hold ``outcome`` (one try of a rollout of ``item``) until its group or item is
+        recorded."""
+        if not self._keeping:
+            return
+        seed = item_seed(item)
+        self._held.setdefault(seed, []).append(outcome)
+        self._held.move_to_end(seed)
+        config = self._env.config
+        limit = _HELD_PER_WORKER * max(config.max_num_workers_per_node, config.max_eval_workers, 1)
+        while len(self._held) > limit:
+            self._held.popitem(last=False)
+
+    def _take(self, item: Any) -> list[RolloutOutcome]:
+        return self._held.pop(item_seed(item), [])
+
+    async def group_written(self, item: Any, group: Any) -> None:
+        """Append the records of ``item``'s group, just written to the group file
+        (``group``: its scored data, or its line's text).
+
+        A records file that cannot be written (or a group file line that cannot be read
+        back) is logged (once) and the run goes on.
+        """
+        path = self._env.config.data_path_to_save_groups
+        if path is None:
+            return
+        outcomes = self._take(item)
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.run_in_executor(
+                self._env.token_executor, self._write_group, Path(path), item, group, outcomes
+            )
+        except (OSError, ValueError) as error:  # ValueError: a group line that is not JSON
+            self._failed(error)
+
+    def _decoder(self) -> Decoder | None:
+        """Each token's text, remembered by id (the rollouts of a run share most of their
+        tokens: only ids not seen before reach the tokenizer). Tokenizer thread only."""
+        tokenizer = self._env.tokenizer
+        if tokenizer is None:
+            return None
+        known = self._pieces
+
+        def decode(ids: Sequence[int]) -> list[str]:
+            new = sorted({i for i in ids if i not in known})
+            if new:
+                texts = tokenizer.batch_decode([[i] for i in new])
+                known.update(zip(new, map(str, texts), strict=True))
+            return [known[i] for i in ids]
+
+        return decode
+
+    def _write_group(
+        self, path: Path, item: Any, group: Any, outcomes: list[RolloutOutcome]
+    ) -> None:
+        if self._groups_path != path:
+            self._groups_path = path
+            log = self._env.group_log
+            if log is not None:  # the lines the run started with
+                self._lines = log.done
+            else:
+                self._lines = max(0, _count_lines(path, 0)[0] - 1)
+            self._counted = _offset_after(path, self._lines)
+            self._reconcile(path, self._lines)
+        more, self._counted = _count_lines(path, self._counted)
+        if not more:  # the writer skipped the group: nothing to record
+            return
+        self._lines += more
+        if isinstance(group, str):
+            group = json.loads(group)
+        if not isinstance(group, dict):
+            return
+        rollouts = group_records(group, outcomes, self._decoder())
+        self._append(records_path(path), self._line(self._lines - 1, item, rollouts))
+
+    def _reconcile(self, path: Path, written: int) -> None:
+        """Make the records file hold the first ``written`` groups of the group file (the
+        lines before the one this run just wrote): records of lines it lacks are dropped,
+        a missing record is rebuilt from its group line."""
+        target = records_path(path)
+        kept: list[bytes] = []
+        before = target.read_bytes() if target.exists() else b""
+        if before:
+            for raw in before.split(b"\n"):
+                try:
+                    value = json.loads(raw)
+                except ValueError:
+                    continue
+                if isinstance(value, dict) and value.get("group") == len(kept) < written:
+                    kept.append(raw + b"\n")
+        missing = range(len(kept), written)
+        if missing:
+            decode = self._decoder()
+            with path.open("rb") as file:
+                for index, raw in enumerate(file):
+                    if index in missing:
+                        group = json.loads(raw)
+                        rows = group_records(group, [], decode)
+                        kept.append(self._line(index, None, rows).encode() + b"\n")
+        after = b"".join(kept)
+        if after != before:
+            write_whole(target, after)  # a kill now leaves the old file or the new one
+
+    def _line(self, index: int, item: Any, rollouts: list[dict[str, Any]]) -> str:
+        """The records line: ``group``, ``item``, ``recorded_at``, ``rollouts`` (each
+        redacted and capped; one JSON encoding per rollout unless it needs cutting)."""
+        redact = self._env.redactor
+        head = {"group": index, "item": cut_strings(item, 2000), "recorded_at": time.time()}
+        texts = []
+        for record in rollouts:
+            text = redact(json.dumps(record, ensure_ascii=False, default=str))
+            if len(text) > RECORD_CAP or len(text.encode()) > RECORD_CAP:
+                text = json.dumps(capped(json.loads(text)), ensure_ascii=False)
+            texts.append(text)
+        start = redact(json.dumps(head, ensure_ascii=False, default=str))
+        return f'{start[:-1]}, "rollouts": [{", ".join(texts)}]}}'
+
+    @staticmethod
+    def _append(target: Path, line: str) -> None:
+        with target.open("a", encoding="utf-8", errors="backslashreplace") as file:
+            file.write(line + "\n")
+
+    async def evaluated(self, index: int, item: Any, outcome: RolloutOutcome) -> None:
+        """Append the record of ``item`` (position ``index``) of an evaluation: its last
+        ``outcome`` and the infrastructure failures retried before it.
+
+        A records file that cannot be written is logged (once) and the run goes on.
+        """
+        where = self._env.config.data_dir_to_save_evals
+        if where is None:
+            return
+        held = [o for o in self._take(item) if o is not outcome and not o.ok]
+        rollouts = [outcome_record(outcome)]
+        rollouts += [{**outcome_record(o), "retried": True} for o in held]
+        try:
+            await asyncio.to_thread(self._write_eval, Path(where), index, item, rollouts)
+        except OSError as error:
+            self._failed(error)
+
+    def _write_eval(
+        self, where: Path, index: int, item: Any, rollouts: list[dict[str, Any]]
+    ) -> None:
+        target = where / EVAL_RECORDS
+        line = self._line(index, item, rollouts)
+        with self._lock:
+            if self._eval_path != target:
+                where.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(b"")
+                self._eval_path = target
+            self._append(target, line)
