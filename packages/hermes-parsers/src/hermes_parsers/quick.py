@@ -49,30 +49,23 @@ def quick_result(content: str, calls: list[QuickCall]) -> ParseResult | None:
         name = name.strip()
         if not name:
             return None
-        try:
-            data = raw.encode()  # UTF-8: the id's checksum covers these bytes
-        except UnicodeEncodeError:
+        call = quick_call(len(built), name, arguments, raw, identifier)
+        if call is None:
             return None
-        # ToolCall._build(id, FunctionCall.from_value(name, arguments)), inlined.
-        function = _new(FunctionCall)
-        _SET_NAME(function, name)
-        _SET_TEXT(function, None)
-        _SET_VALUE(function, arguments)
-        call = _new(ToolCall)
-        # The assembler's id: call_{index}_{crc32:08x} (printf-style costs less here).
-        _SET_ID(call, identifier or "call_%d_%08x" % (len(built), _crc32(data)))  # noqa: UP031
-        _SET_FUNCTION(call, function)
-        _SET_TYPE(call, "function")
         built.append(call)
     return _result(content.strip() or None, built or None)
 
 
-def quick_call(index: int, name: str, arguments: dict[str, Any], raw: str) -> ToolCall | None:
-    """The call ``quick_result`` builds from ``(name, arguments, raw, None)`` at ``index``,
-    for a ``name`` already stripped and not empty; ``None`` if ``raw`` holds a lone
+def quick_call(
+    index: int, name: str, arguments: dict[str, Any], raw: str, identifier: str | None = None
+) -> ToolCall | None:
+    """The call at ``index`` of ``name`` (already stripped, not empty) with ``arguments``
+    decoded from ``raw``: ``ToolCall._build(id, FunctionCall.from_value(name,
+    arguments))`` inlined, its id ``identifier`` or the assembler's
+    ``call_{index}_{crc32:08x}`` of ``raw``'s UTF-8; ``None`` if ``raw`` holds a lone
     surrogate."""
     try:
-        data = raw.encode()
+        data = raw.encode()  # UTF-8: the id's checksum covers these bytes
     except UnicodeEncodeError:
         return None
     function = _new(FunctionCall)
@@ -80,7 +73,8 @@ def quick_call(index: int, name: str, arguments: dict[str, Any], raw: str) -> To
     _SET_TEXT(function, None)
     _SET_VALUE(function, arguments)
     call = _new(ToolCall)
-    _SET_ID(call, "call_%d_%08x" % (index, _crc32(data)))  # noqa: UP031 - as above
+    # printf-style costs less here than an f-string.
+    _SET_ID(call, identifier or "call_%d_%08x" % (index, _crc32(data)))  # noqa: UP031
     _SET_FUNCTION(call, function)
     _SET_TYPE(call, "function")
     return call
