@@ -1,7 +1,8 @@
 """Harbor parity: the oracle passes every task of tasks_harbor/ (harbor-format tasks in
 the shapes real tasks have: the image's own PATH and WORKDIR, a service the tests probe,
-a ``set -e`` verifier, task.toml's env and workdir, declared artifacts and a separate
-verifier), as harbor's own oracle does on the same images."""
+a ``set -e`` verifier, task.toml's env and workdir, declared artifacts, a separate
+verifier, and a service beside the agent's container from the task's
+docker-compose.yaml), as harbor's own oracle does on the same images."""
 
 from __future__ import annotations
 
@@ -45,6 +46,7 @@ async def test_the_oracle_passes_every_harbor_parity_task() -> None:
     assert {task.name for task in tasks} >= {
         "agent-user",
         "image-path-workdir",
+        "multi-container",
         "separate-artifacts",
         "service-probe",
         "set-e-verifier",
@@ -80,3 +82,38 @@ async def test_task_env_and_workdir_reach_the_agent_and_the_tests() -> None:
     assert task.resolved_env("environment") == {"PROJECT": "hermes"}
     result = await run_trial(task, OracleAgent(), SETTINGS, trial=0)
     assert (result.status, result.reward) == ("pass", 1.0), result.error
+
+
+async def test_a_compose_service_is_reached_by_name_and_removed_after() -> None:
+    from hermes_sandbox.backends.docker import RUN_ID, DockerDaemon, list_containers
+
+    task = load_task(HARBOR / "multi-container")
+    assert task.compose is not None
+    assert [s.name for s in task.compose.services] == ["api-server"]
+    assert task.compose.main_depends_on == {"api-server": "service_healthy"}
+    result = await run_trial(task, OracleAgent(), SETTINGS, trial=0)
+    assert (result.status, result.reward) == ("pass", 1.0), result.error
+    assert "services" in result.timings
+    assert not list_containers(run_id=RUN_ID)
+    daemon = DockerDaemon.open()
+    try:
+        left = [
+            n["Name"] for n in daemon.api.networks() if n["Name"].startswith("hermes-services-")
+        ]
+    finally:
+        daemon.close()
+    assert not left
+
+
+async def test_without_its_service_the_same_agent_fails(tmp_path: Path) -> None:
+    """The service is what the pass depends on: the same task without its compose file
+    fails (the oracle cannot reach api-server), so the pass above is the service's."""
+    import shutil
+
+    copy = tmp_path / "multi-container"
+    shutil.copytree(HARBOR / "multi-container", copy)
+    (copy / "environment" / "docker-compose.yaml").unlink()
+    task = load_task(copy)
+    assert task.compose is None
+    result = await run_trial(task, OracleAgent(), SETTINGS, trial=0)
+    assert (result.status, result.reward) == ("fail", 0.0), result.error

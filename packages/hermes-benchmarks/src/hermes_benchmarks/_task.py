@@ -6,6 +6,7 @@ A task is a folder::
     ├── instruction.md          what the agent is asked to do
     ├── task.toml               metadata, timeouts, resources (see TaskConfig)
     ├── environment/Dockerfile  the image the agent works in (and its build context)
+    ├── environment/docker-compose.yaml  (optional) services beside the agent's container
     ├── solution/solve.sh       the reference solution, run by the oracle agent (optional)
     └── tests/test.sh           the verifier; it writes /logs/verifier/reward.txt or reward.json
         tests/Dockerfile        (optional) a separate verifier's own image (context tests/)
@@ -37,6 +38,7 @@ from pydantic import (
     model_validator,
 )
 
+from hermes_benchmarks._compose import ComposeFile, read_compose
 from hermes_benchmarks._errors import TaskError
 from hermes_sandbox import default_backends
 
@@ -204,12 +206,15 @@ class TaskConfig(_Section):
 
 @dataclass(frozen=True)
 class Task:
-    """One task folder, read and checked. ``name`` is the folder's name."""
+    """One task folder, read and checked. ``name`` is the folder's name; ``compose``:
+    its ``environment/docker-compose.yaml`` when that declares services beside the
+    agent's container (run on the docker backend only)."""
 
     name: str
     path: Path
     instruction: str
     config: TaskConfig
+    compose: ComposeFile | None = None
 
     @property
     def difficulty(self) -> str | None:
@@ -345,9 +350,11 @@ def load_task(path: str | os.PathLike[str]) -> Task:
 
     Raises:
         TaskError: the folder lacks ``instruction.md``, ``task.toml`` or ``tests/test.sh``,
-            has neither ``environment/Dockerfile`` nor ``[environment] docker_image``, or
-            ``task.toml`` is not valid TOML or holds a wrong value (the message names the
-            file and the field).
+            has neither ``environment/Dockerfile`` nor ``[environment] docker_image``,
+            ``task.toml`` is not valid TOML, holds a wrong value (the message names the
+            file and the field) or declares harbor's multi-step ``[[steps]]``, or its
+            compose file holds what is not run here (see ``_compose``) or comes with a
+            separate verifier.
     """
     folder = Path(path)
     if not folder.is_dir():
@@ -359,6 +366,11 @@ def load_task(path: str | os.PathLike[str]) -> Task:
         raise TaskError(f"{config_file} is missing: every task folder needs one") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise TaskError(f"{config_file} is not valid TOML: {error}") from None
+    if "steps" in raw:
+        raise TaskError(
+            f"{config_file} declares [[steps]] (harbor's multi-step tasks), which hermes-bench "
+            "does not run yet: run this task with harbor, or leave it out with the task filter"
+        )
     try:
         config = TaskConfig.model_validate(raw)
     except ValidationError as error:
@@ -372,7 +384,16 @@ def load_task(path: str | os.PathLike[str]) -> Task:
         raise TaskError(f"{instruction_file} is empty: it holds the task's prompt")
     if not (folder / "tests" / "test.sh").is_file():
         raise TaskError(f"{folder / 'tests' / 'test.sh'} is missing: it is the verifier")
-    task = Task(name=folder.name, path=folder, instruction=instruction, config=config)
+    compose = read_compose(folder / "environment")
+    if compose is not None and config.verifier.environment_mode == "separate":
+        raise TaskError(
+            f"task {folder.name}: services in {compose.path.name} with a separate verifier "
+            "([verifier] environment_mode = 'separate') are not run by hermes-bench: verify "
+            "in the agent's container, or run this task with harbor"
+        )
+    task = Task(
+        name=folder.name, path=folder, instruction=instruction, config=config, compose=compose
+    )
     if task.dockerfile is None and not config.environment.docker_image:
         raise TaskError(
             f"task {folder.name} has no environment/Dockerfile and no "

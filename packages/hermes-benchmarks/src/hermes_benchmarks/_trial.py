@@ -2,11 +2,16 @@
 
 The steps of an attempt, each timed (``timings``: ``image``, ``sandbox_start``,
 ``agent``, ``artifacts``, ``verifier``, ``teardown``, plus ``verifier_image`` and
-``verifier_start`` in separate mode, in seconds) and each with the infrastructure
-failure kind it stops the attempt with:
+``verifier_start`` in separate mode and ``services`` for a task with a compose file, in
+seconds) and each with the infrastructure failure kind it stops the attempt with:
 
 1. image: :func:`~hermes_benchmarks.images.prepare_task_image` (cached; built on docker,
    or by Modal or Daytona when they are the backend) — ``image_build``;
+   services (a task whose ``environment/docker-compose.yaml`` declares them; docker
+   only): their images prepared the same way (``image_build``), then started on a
+   network of their own and waited for as ``main``'s ``depends_on`` asks
+   (``sandbox_start``); the sandbox joins that network and reaches each by its name;
+   they are removed after the sandbox;
 2. sandbox on the chosen backend from that image, with the task's CPUs and memory, its
    ``[environment] env`` and ``workdir`` (none: where the image says) — ``sandbox_start``;
 3. the agent on the instruction, cancelled at ``[agent] timeout_sec`` x multiplier; it
@@ -51,9 +56,9 @@ import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes_benchmarks._agents import Agent
 from hermes_benchmarks._errors import ImageError, TaskError, TrialInfraError
@@ -70,7 +75,7 @@ from hermes_benchmarks._task import Task, user_option
 from hermes_benchmarks._verifier import REWARD_SETTLE, verify, verify_separately
 from hermes_benchmarks.artifacts import ArtifactManifest, collect_artifacts, promote_folder
 from hermes_benchmarks.changes import SystemChanges, system_changes
-from hermes_benchmarks.images import TaskImage, prepare_task_image
+from hermes_benchmarks.images import TaskImage, prepare_service_images, prepare_task_image
 from hermes_benchmarks.sandboxes import (
     allows_internet,
     close_fully,
@@ -79,6 +84,9 @@ from hermes_benchmarks.sandboxes import (
 )
 from hermes_benchmarks.verdicts import ScoredFailure, sandbox_gone
 from hermes_sandbox import Sandbox, SandboxError
+
+if TYPE_CHECKING:
+    from hermes_sandbox.backends.docker import ServiceGroup
 
 __all__ = ["ARTIFACTS_DIR", "TrialSettings", "reverify_trial", "run_attempt", "run_trial"]
 
@@ -143,6 +151,60 @@ async def _agent(agent: Agent, task: Task, sandbox: Sandbox, timeout: float) -> 
     return False
 
 
+async def _services(
+    task: Task, settings: TrialSettings, network: Mapping[str, Any]
+) -> ServiceGroup:
+    """The task's compose services started and waited for (what its ``main`` service
+    depends on), on a network of their own: internal unless the task's sandbox would have
+    a network (``network``: what :func:`sandbox_network` gives it).
+
+    Raises:
+        TrialInfraError: kind ``image_build`` when a service's image cannot be had;
+            ``sandbox_start`` when the backend is not docker or a service does not start
+            or become ready.
+    """
+    from hermes_sandbox.backends.docker import ServiceGroup
+
+    compose = task.compose
+    assert compose is not None
+    if settings.backend != "docker":
+        raise TrialInfraError(
+            "sandbox_start",
+            f"task {task.name} runs services ({compose.path.name}), which only the docker "
+            f"backend starts, not {settings.backend}: run it with --env.terminal_backend docker",
+        )
+    try:
+        specs = await prepare_service_images(
+            task,
+            settings.image_map,
+            timeout_multiplier=settings.timeout_multiplier,
+            sandbox_options=settings.sandbox_options,
+            offline=settings.offline_builds,
+            build_network=settings.build_network,
+        )
+    except ImageError as error:
+        raise TrialInfraError("image_build", str(error)) from None
+    group = ServiceGroup(
+        specs,
+        wait_for=compose.main_depends_on,
+        internet=bool(network.get("network")),
+        base_url=settings.sandbox_options.get("base_url"),
+        ready_timeout=max(task.config.environment.build_timeout_sec, 60.0),
+    )
+    try:
+        await group.start()
+    except SandboxError as error:
+        raise TrialInfraError("sandbox_start", f"task {task.name}: {error}") from None
+    return group
+
+
+async def _close_services(services: ServiceGroup, task_id: str) -> None:
+    try:
+        await services.close()
+    except Exception as error:  # the attempt's verdict stands; reap_run removes them
+        log.warning("could not remove the services of %s: %s", task_id, error)
+
+
 async def _close(sandbox: Sandbox, task_id: str) -> None:
     try:
         await close_fully(sandbox)
@@ -169,13 +231,18 @@ async def _keep(
 
 
 def _task_options(task: Task, settings: TrialSettings) -> dict[str, Any]:
-    """The sandbox options: the run's, with the task's ``[environment] env`` and
-    ``workdir`` and the agent's ``user``. No workdir: commands start where the image
-    says (the backend's choice)."""
+    """The sandbox options: the run's, with the task's ``[environment] env`` (over its
+    compose file's ``main`` environment) and ``workdir`` and the agent's ``user``. No
+    workdir: commands start where the image says (the backend's choice)."""
     options = dict(settings.sandbox_options)
     environment = task.config.environment
-    if environment.env:
-        options["env"] = {**dict(options.get("env") or {}), **task.resolved_env("environment")}
+    from_compose = dict(task.compose.main_environment) if task.compose else {}
+    if environment.env or from_compose:
+        options["env"] = {
+            **dict(options.get("env") or {}),
+            **from_compose,
+            **task.resolved_env("environment"),
+        }
     if environment.workdir:
         options["workdir"] = environment.workdir
     options.update(user_option(task.config.agent.user, settings.backend))
@@ -250,6 +317,7 @@ async def run_attempt(
     agent_timeout = config.agent.timeout_sec * settings.timeout_multiplier
     verifier_timeout = config.verifier.timeout_sec * settings.timeout_multiplier
     sandbox: Sandbox | None = None
+    services: ServiceGroup | None = None
     timed_out = False
     manifest: ArtifactManifest | None = None
     changes: SystemChanges | None = None
@@ -258,6 +326,11 @@ async def run_attempt(
     try:
         with clock.step("image"):
             image = await _image(task, settings)
+        network = sandbox_network(allows_internet(config.environment), settings.network)
+        if task.compose is not None:
+            with clock.step("services"):
+                services = await _services(task, settings, network)
+            network = {"network": True, "network_mode": services.network}
         with clock.step("sandbox_start"):
             try:
                 options = _task_options(task, settings)
@@ -269,7 +342,7 @@ async def run_attempt(
                     memory_mb=config.environment.memory_mb,
                     image=image.options,
                     lifetime=agent_timeout + (0.0 if separate else verifier_timeout),
-                    network=sandbox_network(allows_internet(config.environment), settings.network),
+                    network=network,
                 )
             except (SandboxError, ValueError, TaskError) as error:
                 raise TrialInfraError("sandbox_start", f"{type(error).__name__}: {error}") from None
@@ -336,9 +409,12 @@ async def run_attempt(
     finally:
         if diffing is not None and not diffing.done():
             await _finish(diffing)
-        if sandbox is not None:
+        if sandbox is not None or services is not None:
             with clock.step("teardown"):
-                await _close(sandbox, task_id)
+                if sandbox is not None:
+                    await _close(sandbox, task_id)
+                if services is not None:
+                    await _close_services(services, task_id)
     update: dict[str, Any] = {"timings": dict(clock.timings)}
     if changes is not None:
         update.update(

@@ -160,9 +160,11 @@ async def _check_before_running(
 
     Raises:
         ImageMapError: an ``image_map`` entry is not ``FROM=TO``.
-        SettingsError: leaderboard mode refuses the settings.
+        SettingsError: leaderboard mode refuses the settings, or a task runs compose
+            services on a backend other than docker.
         EnvSetupError: one line naming the option to change.
     """
+    from hermes_benchmarks._errors import SettingsError
     from hermes_benchmarks._evaluation import leaderboard_notes, trial_settings
     from hermes_envs import check_limits, check_model_endpoint, check_writable
 
@@ -170,6 +172,14 @@ async def _check_before_running(
     leaderboard_notes(suite, config)
 
     await asyncio.to_thread(check_writable, config.output_dir, "--env.output_dir")
+    with_services = [t.name for t in tasks if t.compose is not None]
+    if with_services and config.terminal_backend != "docker":
+        raise SettingsError(
+            f"task {with_services[0]} runs services beside the agent's container (its "
+            f"docker-compose.yaml), which only the docker backend starts, not "
+            f"{config.terminal_backend}: pass --env.terminal_backend docker or leave it out "
+            "with --env.task_filter"
+        )
     limits = [(t.name, t.config.environment.cpus, t.config.environment.memory_mb) for t in tasks]
     check_limits(config.terminal_backend, limits)
     if command != "check" and config.agent == "hermes":

@@ -18,6 +18,7 @@ rewritten Dockerfile. An image that cannot be had fails in one line naming it an
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import os
 import re
@@ -25,8 +26,9 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from hermes_benchmarks._compose import ComposeService
 from hermes_benchmarks._errors import ImageError
 from hermes_benchmarks._image_map import DockerfileBases, ImageMap
 from hermes_benchmarks._task import Task
@@ -39,12 +41,16 @@ from hermes_sandbox import (
     default_backends,
 )
 
+if TYPE_CHECKING:
+    from hermes_sandbox.backends.docker import ServiceSpec
+
 __all__ = [
     "TaskImage",
     "VerifierImage",
     "build_task_image",
     "build_verifier_image",
     "default_contexts_dir",
+    "prepare_service_images",
     "prepare_task_image",
     "show_pull_progress",
     "task_image_tag",
@@ -317,3 +323,73 @@ async def prepare_task_image(
     how = _Build(backend, options, offline, build_network, on_progress or show_pull_progress)
     prepared = await _task_image(task, image_map or ImageMap(), timeout_multiplier, how)
     return TaskImage(prepared.name, dict(prepared.options))
+
+
+def _service_tag(task: Task, service: ComposeService, dockerfile_text: str) -> str:
+    """``hermes-bench/<task>-<service>:<hash of the task's environment folder and the
+    service's Dockerfile used>``."""
+    name = re.sub(r"[^a-z0-9._-]+", "-", f"{task.name}-{service.name}".lower()).strip("-._")
+    digest = hashlib.sha256(f"{task.environment_hash()}\0{dockerfile_text}".encode())
+    return f"hermes-bench/{name or 'service'}:{digest.hexdigest()[:16]}"
+
+
+async def _service_image(
+    task: Task, service: ComposeService, mapping: ImageMap, timeout: float, how: _Build
+) -> str:
+    what = f"service {service.name}'s image"
+    common: dict[str, Any] = {
+        "timeout": timeout,
+        "offline": how.offline,
+        "build_network": how.build_network,
+        "on_progress": how.on_progress,
+    }
+    if service.context is None:
+        image = mapping.resolve(service.image or "")
+        source = ImageSource(image, reference=image, **common)
+    else:
+        rewritten = await _rewritten(task, service.context / service.dockerfile, mapping)
+        tag = _service_tag(task, service, rewritten.text)
+        source = ImageSource(
+            tag,
+            context=service.context,
+            dockerfile_text=rewritten.text,
+            **common,
+        )
+    return (await _prepare(task, source, how, what)).name
+
+
+async def prepare_service_images(
+    task: Task,
+    image_map: ImageMap | None = None,
+    *,
+    timeout_multiplier: float = 1.0,
+    sandbox_options: Mapping[str, Any] | None = None,
+    offline: bool = False,
+    build_network: BuildNetwork = "default",
+    on_progress: Callable[[str], None] | None = None,
+) -> list[ServiceSpec]:
+    """The services of ``task``'s compose file (none without one) with their images
+    ready on the docker daemon: each built from its context (its Dockerfile's images
+    mapped, as the task's own), or its ``image`` mapped and pulled when absent; cached
+    as the task's image is.
+
+    Raises:
+        ImageError: as :func:`build_task_image`, naming the service.
+    """
+    if task.compose is None:
+        return []
+    how = _Build(
+        "docker",
+        dict(sandbox_options or {}),
+        offline,
+        build_network,
+        on_progress or show_pull_progress,
+    )
+    mapping = image_map or ImageMap()
+    timeout = task.config.environment.build_timeout_sec * timeout_multiplier
+    return [
+        dataclasses.replace(
+            service.spec, image=await _service_image(task, service, mapping, timeout, how)
+        )
+        for service in task.compose.services
+    ]

@@ -68,14 +68,21 @@ The modules, each importing only those above it in this list:
 - ``pool``: ``DockerWarmPool``, containers started ahead of time;
 - ``_archive``, ``_transfer``: tar streams for files;
 - ``_sandbox``: ``DockerSandbox``;
-- ``_cleanup``: ``list_containers``, ``remove_containers`` by run or labels;
+- ``_cleanup``: ``list_containers``, ``remove_containers``, ``remove_networks`` by run or
+  labels;
+- ``_services``: ``ServiceGroup``, service containers (Compose's ``services``) beside a
+  sandbox on a network of their own;
 - ``_prepare``: the backend's hooks ``DockerSandbox.prepare_image`` and
   ``DockerSandbox.reap_run`` (``DockerImageOptions``).
 """
 
 from __future__ import annotations
 
-from hermes_sandbox.backends.docker._cleanup import list_containers, remove_containers
+from hermes_sandbox.backends.docker._cleanup import (
+    list_containers,
+    remove_containers,
+    remove_networks,
+)
 from hermes_sandbox.backends.docker._daemon import DockerDaemon, resolve_docker_host
 from hermes_sandbox.backends.docker._errors import DockerUnreachableError, ImageBuildError
 from hermes_sandbox.backends.docker._image import (
@@ -98,6 +105,14 @@ from hermes_sandbox.backends.docker._pool import DockerWarmPool
 from hermes_sandbox.backends.docker._prepare import DockerImageOptions
 from hermes_sandbox.backends.docker._pull import pull_image
 from hermes_sandbox.backends.docker._sandbox import DockerSandbox
+from hermes_sandbox.backends.docker._services import (
+    CONDITIONS,
+    Condition,
+    Healthcheck,
+    ServiceGroup,
+    ServiceSpec,
+    service_order,
+)
 from hermes_sandbox.backends.docker._spec import (
     DEFAULT_CPUS,
     DEFAULT_PIDS_LIMIT,
@@ -106,6 +121,7 @@ from hermes_sandbox.backends.docker._spec import (
 
 __all__ = [
     "BUSYBOX_IMAGE",
+    "CONDITIONS",
     "DEFAULT_CPUS",
     "DEFAULT_IMAGE",
     "DEFAULT_PIDS_LIMIT",
@@ -115,13 +131,17 @@ __all__ = [
     "LABEL_TASK",
     "LIFETIME_GRACE",
     "RUN_ID",
+    "Condition",
     "ContainerSpec",
     "DockerDaemon",
     "DockerImageOptions",
     "DockerSandbox",
     "DockerUnreachableError",
     "DockerWarmPool",
+    "Healthcheck",
     "ImageBuildError",
+    "ServiceGroup",
+    "ServiceSpec",
     "build_dockerfile_image",
     "build_image",
     "ensure_image",
@@ -129,6 +149,8 @@ __all__ = [
     "list_containers",
     "pull_image",
     "remove_containers",
+    "remove_networks",
     "resolve_docker_host",
+    "service_order",
     "start_container",
 ]

@@ -10,7 +10,7 @@ from hermes_sandbox.backends.docker._daemon import DockerDaemon
 from hermes_sandbox.backends.docker._labels import LABEL, LABEL_RUN
 from hermes_sandbox.backends.docker._sdk import load_sdk
 
-__all__ = ["list_containers", "remove_containers"]
+__all__ = ["list_containers", "remove_containers", "remove_networks"]
 
 
 def _filters(run_id: str | None, labels: Mapping[str, str] | None) -> list[str]:
@@ -97,3 +97,27 @@ def remove_containers(
     finally:
         daemon.close()
     return removed
+
+
+def remove_networks(
+    *,
+    run_id: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    base_url: str | None = None,
+) -> int:
+    """Remove this package's networks (those of service groups) that carry every label of
+    ``labels`` and, if given, the run ``run_id``, and that no container uses any more;
+    how many were removed. Blocking, like :func:`remove_containers` (call it after).
+
+    Raises:
+        ValueError: for a bad label or a ``run_id`` that contradicts ``labels``.
+        DockerUnreachableError: if the daemon does not answer.
+        docker.errors.APIError: if the daemon refuses the request.
+    """
+    filters = _filters(run_id, labels)
+    daemon = DockerDaemon.open(base_url)
+    try:
+        pruned = daemon.api.prune_networks(filters={"label": filters})
+        return len(pruned.get("NetworksDeleted") or [])
+    finally:
+        daemon.close()

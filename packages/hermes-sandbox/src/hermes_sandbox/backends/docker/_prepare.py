@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_sandbox._lifecycle import ImageSource, PreparedImage
-from hermes_sandbox.backends.docker._cleanup import remove_containers
+from hermes_sandbox.backends.docker._cleanup import remove_containers, remove_networks
 from hermes_sandbox.backends.docker._daemon import DockerDaemon
 from hermes_sandbox.backends.docker._dockerfile import build_dockerfile_image
 from hermes_sandbox.backends.docker._errors import DockerUnreachableError
@@ -117,8 +117,9 @@ async def prepare_docker_image(
 
 
 async def reap_docker_run(run_id: str, options: Mapping[str, Any] | None = None) -> int:
-    """Remove every container of this package labelled with run ``run_id``; how many.
-    A daemon that does not answer removes nothing.
+    """Remove every container of this package labelled with run ``run_id``, then the
+    service networks of that run left unused; how many containers were removed. A daemon
+    that does not answer removes nothing.
 
     Raises:
         ValueError: an empty ``run_id`` or a bad ``base_url``.
@@ -127,8 +128,12 @@ async def reap_docker_run(run_id: str, options: Mapping[str, Any] | None = None)
         raise ValueError("run_id must be a non-empty run id")
     chosen = DockerImageOptions.from_options(options)
     try:
-        return await asyncio.to_thread(
+        removed = await asyncio.to_thread(
             remove_containers, labels={LABEL_RUN: run_id}, base_url=chosen.base_url
         )
+        await asyncio.to_thread(
+            remove_networks, labels={LABEL_RUN: run_id}, base_url=chosen.base_url
+        )
+        return removed
     except DockerUnreachableError:
         return 0
