@@ -40,6 +40,7 @@ except ImportError as _missing:  # pragma: no cover - depends on the installed e
 from hermes_loop.server._completions import Completion, prepare
 from hermes_loop.server._dialects.generate import generated
 from hermes_loop.server._dialects.openai_chat import (
+    ChatReply,
     ChatRequest,
     chat_events,
     chat_payload,
@@ -428,14 +429,25 @@ class ModelServer:
         ]
         return web.json_response({"object": "list", "data": data})
 
-    async def _chat(self, request: web.Request) -> web.StreamResponse:
-        parsed: ChatRequest = read_chat(await read_json(request))
+    async def _chat_answer(self, parsed: ChatRequest) -> tuple[_Answer, ChatReply]:
+        """``_answer`` for a chat-shaped request (chat completions or Responses), and
+        the reply it makes, with the prompt counted on the rendered conversation.
+
+        Raises:
+            Rejected: as ``_answer``, or 400 for a conversation the template cannot render.
+            Dropped: as ``_answer``.
+        """
         answer = await self._answer(parsed)
         try:
             prompt_ids = self._prompts.encode(parsed.messages or (), parsed.tools)
         except ValueError as exc:
             raise Rejected(400, f"cannot render the conversation: {exc}") from None
         reply = chat_reply(parsed, answer.completion, prompt_ids, self.tokenizer, self.parser)
+        return answer, reply
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        parsed: ChatRequest = read_chat(await read_json(request))
+        answer, reply = await self._chat_answer(parsed)
         ident, created = self._new_id("chatcmpl"), int(time.time())
         if parsed.stream:
             events = chat_events(parsed, reply, ident=ident, created=created, model=answer.model)
@@ -445,12 +457,7 @@ class ModelServer:
 
     async def _responses(self, request: web.Request) -> web.StreamResponse:
         parsed = read_responses(await read_json(request))
-        answer = await self._answer(parsed)
-        try:
-            prompt_ids = self._prompts.encode(parsed.messages or (), parsed.tools)
-        except ValueError as exc:
-            raise Rejected(400, f"cannot render the conversation: {exc}") from None
-        reply = chat_reply(parsed, answer.completion, prompt_ids, self.tokenizer, self.parser)
+        answer, reply = await self._chat_answer(parsed)
         output = responses_output(parsed, reply, new_id=self._item_id)
         payload = responses_payload(
             parsed, reply, output, ident=self._item_id("resp"), created=int(time.time()),

@@ -30,9 +30,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_loop.server._conversations import chat_key, chat_turn_index
 from hermes_loop.server._dialects.chat_input import content_text
-from hermes_loop.server._dialects.openai_chat import STREAM_PIECE, ChatReply, ChatRequest
+from hermes_loop.server._dialects.openai_chat import (
+    STREAM_PIECE,
+    ChatReply,
+    ChatRequest,
+    chat_request,
+)
 from hermes_loop.server._wire import Rejected, int_field
 
 __all__ = [
@@ -271,16 +275,13 @@ def read_responses(body: Mapping[str, Any]) -> ResponsesRequest:
         body.get("top_logprobs")
     )
     metadata = body.get("metadata")
-    return ResponsesRequest(
+    return chat_request(
+        ResponsesRequest,
+        body,
         endpoint="responses",
-        body=body,
-        model=body.get("model"),
-        turn_index=chat_turn_index(messages),
-        conversation=chat_key(messages),
         messages=messages,
         tools=tools,
         max_tokens=max_tokens,
-        stream=bool(body.get("stream")),
         include_usage=False,
         logprobs=logprobs,
         return_token_ids=False,
