@@ -7,14 +7,15 @@ import json
 import logging
 import os
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 import openai
 
 from hermes_loop._errors import EndpointError
+from hermes_loop.endpoints._base import SamplingParams
 from hermes_loop.endpoints._errors import endpoint_error
 
-__all__ = ["HTTPEndpoint", "make_client"]
+__all__ = ["ClientOptions", "HTTPEndpoint", "make_client"]
 
 _log = logging.getLogger(__name__)
 
@@ -48,15 +49,77 @@ def make_client(
     )
 
 
+class ClientOptions(TypedDict, total=False):
+    """The keyword arguments both endpoint classes take for their client (see
+    ``HTTPEndpoint``, which holds their defaults)."""
+
+    api_key: str | None
+    api_key_env: str
+    timeout: float
+    max_retries: int
+    extra_body: Mapping[str, Any] | None
+    client: openai.AsyncOpenAI | None
+
+
 class HTTPEndpoint:
-    """Holds the client, the model name and the extra request body; closes the client."""
+    """Holds the client, the model name and the extra request body; closes the client.
+
+    Args:
+        base_url: the URL the client is made for (``None`` only with ``client``).
+        model: the model name sent with every request (``None``: none is sent).
+        api_key: the key itself (e.g. from a config file); it wins over ``api_key_env``
+            when non-empty, and is never logged.
+        api_key_env: name of the environment variable holding the key when ``api_key``
+            is not given; the key is read once here and never logged. Unset: a
+            placeholder key is sent (local servers ignore it; remote ones answer 401,
+            recorded as ``bad_request``).
+        timeout: seconds per request; a hang past it counts as a failed attempt.
+        max_retries: retries (with backoff, honouring ``Retry-After``) on 429, 5xx,
+            timeouts and dropped connections, and on complete answers of the wrong
+            shape (see ``post_checked``).
+        extra_body: merged into every request (e.g. OpenRouter provider preferences).
+        client: an ``openai.AsyncOpenAI`` to use instead of building one.
+
+    Raises:
+        ValueError: if neither ``base_url`` nor ``client`` is given.
+    """
 
     def __init__(
-        self, client: openai.AsyncOpenAI, model: str | None, extra_body: dict[str, object]
+        self,
+        base_url: str | None,
+        model: str | None,
+        *,
+        api_key: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        timeout: float = 600.0,
+        max_retries: int = 3,
+        extra_body: Mapping[str, Any] | None = None,
+        client: openai.AsyncOpenAI | None = None,
     ) -> None:
+        if client is None:
+            if base_url is None:
+                raise ValueError(f"{type(self).__name__} needs base_url or client")
+            client = make_client(
+                base_url,
+                api_key=api_key,
+                api_key_env=api_key_env,
+                timeout=timeout,
+                max_retries=max_retries,
+            )
         self.client = client
         self.model = model
-        self.extra_body = extra_body
+        self.extra_body: dict[str, Any] = dict(extra_body or {})
+
+    def sampled(self, body: dict[str, Any], params: SamplingParams) -> dict[str, Any]:
+        """``body`` with ``params``' temperature and max_tokens when set, then the
+        endpoint's ``extra_body`` and the request's own merged over it (the last wins)."""
+        if params.temperature is not None:
+            body["temperature"] = params.temperature
+        if params.max_tokens is not None:
+            body["max_tokens"] = params.max_tokens
+        body.update(self.extra_body)
+        body.update(params.extra_body or {})
+        return body
 
     async def aclose(self) -> None:
         """Close the HTTP client."""

@@ -31,12 +31,10 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any
-
-import openai
+from typing import TYPE_CHECKING, Any, Unpack
 
 from hermes_loop.endpoints._base import ChatSession, ModelTurn, SamplingParams
-from hermes_loop.endpoints._client import HTTPEndpoint, make_client
+from hermes_loop.endpoints._client import ClientOptions, HTTPEndpoint
 from hermes_loop.endpoints._errors import bad_response, type_name
 from hermes_parsers import ToolCallParser, get_parser
 
@@ -94,8 +92,8 @@ class GenerateChatServer(HTTPEndpoint):
             writes after an assistant message (``<|im_end|>`` for ChatML), else the
             tokenizer's EOS token. It and the EOS token are sent as stop strings, and a
             completion is read up to the first of them.
-        model, api_key, api_key_env, timeout, max_retries, extra_body: as
-            ``OpenAIChatServer``.
+        model: the model name sent with every request (``None``: none is sent).
+        **options: the client's options, as ``OpenAIChatServer``.
 
     Raises:
         ChatTemplateUnavailableError: the tokenizer ships a chat template but ``jinja2``
@@ -113,22 +111,9 @@ class GenerateChatServer(HTTPEndpoint):
         render: Renderer | None = None,
         stop_text: str | None = None,
         model: str | None = None,
-        api_key: str | None = None,
-        api_key_env: str = "OPENAI_API_KEY",
-        timeout: float = 600.0,
-        max_retries: int = 3,
-        extra_body: Mapping[str, Any] | None = None,
-        client: openai.AsyncOpenAI | None = None,
+        **options: Unpack[ClientOptions],
     ) -> None:
-        root = base_url.rstrip("/").removesuffix("/v1")
-        client = client or make_client(
-            root,
-            api_key=api_key,
-            api_key_env=api_key_env,
-            timeout=timeout,
-            max_retries=max_retries,
-        )
-        super().__init__(client, model, dict(extra_body or {}))
+        super().__init__(base_url.rstrip("/").removesuffix("/v1"), model, **options)
         self.tokenizer = tokenizer
         self.parser = get_parser(parser) if isinstance(parser, str) else parser
         end_of_turn: str | None = None
@@ -166,17 +151,11 @@ class GenerateChatServer(HTTPEndpoint):
         """
         body: dict[str, Any] = {"prompt": {"prompt_token_ids": prompt_ids}, "logprobs": 0, "n": 1}
         body["stop"] = list(self.stop)
-        if params.max_tokens is not None:
-            body["max_tokens"] = params.max_tokens
-        if params.temperature is not None:
-            body["temperature"] = params.temperature
         if self.model is not None:
             body["model"] = self.model
-        body.update(self.extra_body)
-        body.update(params.extra_body or {})
         vocab = getattr(self.tokenizer, "vocab_size", None)
         read = functools.partial(read_generation, vocab_size=vocab if type(vocab) is int else None)
-        return await self.post_checked("/generate", body, read)
+        return await self.post_checked("/generate", self.sampled(body, params), read)
 
 
 def read_generation(

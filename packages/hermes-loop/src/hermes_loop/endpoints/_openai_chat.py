@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
-
-import openai
+from typing import Any, Unpack
 
 from hermes_loop.endpoints._base import ChatSession, ModelTurn, SamplingParams
-from hermes_loop.endpoints._client import HTTPEndpoint, make_client
+from hermes_loop.endpoints._client import ClientOptions, HTTPEndpoint
 from hermes_loop.endpoints._errors import bad_response, type_name
 from hermes_loop.templates._reasoning import split_reasoning
 
@@ -23,43 +21,19 @@ class OpenAIChatServer(HTTPEndpoint):
     Args:
         base_url: e.g. ``"http://127.0.0.1:8000/v1"``.
         model: the model name sent with every request.
-        api_key: the key itself (e.g. from a config file); it wins over ``api_key_env``
-            when non-empty, and is never logged.
-        api_key_env: name of the environment variable holding the key when ``api_key``
-            is not given; the key is read once here and never logged. Unset: a
-            placeholder key is sent (local servers ignore it; remote ones answer 401,
-            recorded as ``bad_request``).
-        timeout: seconds per request; a hang past it counts as a failed attempt.
-        max_retries: retries (with backoff, honouring ``Retry-After``) on 429, 5xx,
-            timeouts and dropped connections, and on complete answers of the wrong
-            shape (see ``read_chat_answer``).
-        extra_body: merged into every request (e.g. OpenRouter provider preferences).
-        client: an ``openai.AsyncOpenAI`` to use instead of building one.
+        **options: the client's ``api_key``, ``api_key_env`` (default
+            ``"OPENAI_API_KEY"``), ``timeout`` (600 s), ``max_retries`` (3; also the
+            retries of complete answers of the wrong shape, see ``read_chat_answer``),
+            ``extra_body`` and ``client``, as ``HTTPEndpoint`` describes them.
+
+    Raises:
+        ValueError: if neither ``base_url`` nor ``client`` is given.
     """
 
     def __init__(
-        self,
-        *,
-        base_url: str | None = None,
-        model: str,
-        api_key: str | None = None,
-        api_key_env: str = "OPENAI_API_KEY",
-        timeout: float = 600.0,
-        max_retries: int = 3,
-        extra_body: Mapping[str, Any] | None = None,
-        client: openai.AsyncOpenAI | None = None,
+        self, *, base_url: str | None = None, model: str, **options: Unpack[ClientOptions]
     ) -> None:
-        if client is None:
-            if base_url is None:
-                raise ValueError("OpenAIChatServer needs base_url or client")
-            client = make_client(
-                base_url,
-                api_key=api_key,
-                api_key_env=api_key_env,
-                timeout=timeout,
-                max_retries=max_retries,
-            )
-        super().__init__(client, model, dict(extra_body or {}))
+        super().__init__(base_url, model, **options)
         self.model: str = model
 
     def session(self, task_id: str) -> ChatSession:
@@ -86,16 +60,10 @@ class _Session:
         request: dict[str, Any] = {"model": server.model, "messages": list(messages)}
         if tools:
             request["tools"] = tools
-        if params.temperature is not None:
-            request["temperature"] = params.temperature
-        if params.max_tokens is not None:
-            request["max_tokens"] = params.max_tokens
-        request.update(server.extra_body)
-        request.update(params.extra_body or {})
         # The messages are plain JSON already: post them as they are, skipping the SDK's
         # per-field request transform and response model (the client's retries, timeouts
         # and errors still apply), and check the answer's shape here.
-        return await server.post_checked(_ROUTE, request, read_chat_answer)
+        return await server.post_checked(_ROUTE, server.sampled(request, params), read_chat_answer)
 
 
 def read_chat_answer(data: Any) -> ModelTurn:

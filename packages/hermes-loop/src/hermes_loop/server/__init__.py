@@ -30,9 +30,8 @@ from hermes_loop.server._responders import (
     Responder,
     Script,
     ScriptExhaustedError,
-    load_script_file,
-    responders_from_data,
 )
+from hermes_loop.server._script_files import load_script_file, responders_from_data
 from hermes_loop.server._turns import FINISH_REASONS, Call, Fault, ScriptError, Turn
 
 if TYPE_CHECKING:

@@ -9,10 +9,10 @@ Routes:
   apart by the body.
 - ``GET /v1/models``, ``GET /health``.
 
-Every model request goes the same way: its dialect reads the body, the request's
-``model`` picks the responder (``routing``), the responder picks the turn, the turn's
-fault phase is applied (``faults``), and the turn's prepared completion is written in
-the dialect's payload. This module holds that sequence and the server's lifecycle.
+Every model request goes the same way: its dialect reads the body, the steps every
+request shares answer it (``_answering``: responder, turn, fault, completion), and the
+route writes the completion in the dialect's payload. This module holds the server's
+lifecycle (binding, admission, ``max_requests``, shutdown) and its routes.
 """
 
 from __future__ import annotations
@@ -20,12 +20,10 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import itertools
-import logging
 import socket
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -37,13 +35,12 @@ except ImportError as _missing:  # pragma: no cover - depends on the installed e
         "hermes_loop.server needs aiohttp; install it with: pip install 'hermes-loop[server]'"
     ) from _missing
 
-from hermes_loop.server._completions import Completion, prepare
+from hermes_loop.server._answering import Answerer
 from hermes_loop.server._dialects.generate import generated
 from hermes_loop.server._dialects.openai_chat import (
     ChatRequest,
     chat_events,
     chat_payload,
-    chat_reply,
     read_chat,
 )
 from hermes_loop.server._dialects.openai_responses import (
@@ -52,14 +49,9 @@ from hermes_loop.server._dialects.openai_responses import (
     responses_output,
     responses_payload,
 )
-from hermes_loop.server._dialects.request import ParsedRequest
 from hermes_loop.server._dialects.sglang_generate import is_sglang, read_sglang, sglang_payload
 from hermes_loop.server._dialects.vllm_generate import read_vllm, vllm_payload
-from hermes_loop.server._faults import FaultInjector
-from hermes_loop.server._prompt_ids import PromptEncoder
-from hermes_loop.server._responders import Responder, ScriptExhaustedError
 from hermes_loop.server._routing import ModelRouter, ResponderSpec
-from hermes_loop.server._turns import Fault, ScriptError, Turn
 from hermes_loop.server._wire import Dropped, Rejected, read_json, send_events, send_json
 from hermes_loop.templates._tokenizer import Tokenizer, load_tokenizer
 from hermes_parsers import ToolCallParser, get_parser
@@ -72,8 +64,6 @@ __all__ = [
     "RESPONSES_PATH",
     "ModelServer",
 ]
-
-log = logging.getLogger("hermes_loop.server")
 
 CHAT_PATH = "/v1/chat/completions"
 RESPONSES_PATH = "/v1/responses"
@@ -91,19 +81,6 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-@dataclass(frozen=True, slots=True)
-class _Answer:
-    """The outcome of the steps every model request shares."""
-
-    model: str
-    completion: Completion
-    fault: Fault | None
-
-    @property
-    def truncate(self) -> bool:
-        return self.fault is not None and self.fault.truncate
 
 
 class ModelServer:
@@ -166,22 +143,13 @@ class ModelServer:
         self._requested_port = port
         self.max_requests = max_requests
         self.shutdown_timeout = shutdown_timeout
-        self._prepared: dict[int, Completion] = {}
-        for name, each in self._router.responders.items():
-            for index, turn in enumerate(each.static_turns()):
-                if id(turn) not in self._prepared:
-                    try:
-                        self._prepared[id(turn)] = prepare(turn, self.tokenizer, self.parser)
-                    except (ValueError, TypeError, UnicodeError) as exc:
-                        raise ScriptError(str(exc), where=f"script {name!r}: turn {index}") from exc
-        self._prompts = PromptEncoder(self.tokenizer, self.parser)
+        self._closing = asyncio.Event()
+        self._answerer = Answerer(self._router, self.tokenizer, self.parser, self._closing)
         self._counts: Counter[str] = Counter()
         self._served = 0
         self._ids = itertools.count(1)
         self._stopping = False
-        self._closing = asyncio.Event()
         self._closed = asyncio.Event()
-        self._faults = FaultInjector(self._closing)
         self._close_task: asyncio.Task[None] | None = None
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
@@ -365,51 +333,6 @@ class ModelServer:
         self._closing.set()
         await self._shutdown()
 
-    async def _turn(self, responder: Responder, parsed: ParsedRequest, model: str) -> Turn:
-        request = parsed.for_model(model, self.parser)
-        try:
-            return await responder.respond(request)
-        except ScriptExhaustedError as exc:
-            raise Rejected(
-                400, str(exc), "script_exhausted", code="script_exhausted",
-                headers={"x-should-retry": "false"},
-            ) from None  # fmt: skip
-        except (Rejected, Dropped, asyncio.CancelledError):
-            raise
-        except Exception as exc:
-            log.exception("responder for model %r failed", model)
-            raise Rejected(
-                500, f"the responder failed: {type(exc).__name__}: {exc}", "responder_error"
-            ) from None
-
-    def _completion(self, turn: Turn) -> Completion:
-        found = self._prepared.get(id(turn))
-        if found is not None and found.turn is turn:
-            return found
-        try:
-            return prepare(turn, self.tokenizer, self.parser)
-        except (ValueError, TypeError, UnicodeError) as exc:
-            raise Rejected(500, f"cannot render the turn: {exc}", "responder_error") from None
-
-    async def _answer(self, parsed: ParsedRequest) -> _Answer:
-        """The steps every model request shares, whatever its dialect.
-
-        Pick the responder the request's model names, ask it for the turn, apply the
-        turn's fault for this attempt, and return the turn's completion.
-
-        Raises:
-            Rejected: for a model not served, an exhausted script, a failing responder
-                or a ``status`` fault.
-            Dropped: for ``hang`` and ``disconnect`` faults.
-        """
-        model, responder = self._router.pick(parsed.model)
-        turn = await self._turn(responder, parsed, model)
-        fault = None
-        if turn.faults:
-            slot = (model, parsed.conversation, parsed.turn_index)
-            fault = await self._faults.before_answer(slot, turn)
-        return _Answer(model, self._completion(turn), fault)
-
     def _new_id(self, prefix: str, sep: str = "-") -> str:
         return f"{prefix}{sep}{next(self._ids):012x}"
 
@@ -430,12 +353,7 @@ class ModelServer:
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         parsed: ChatRequest = read_chat(await read_json(request))
-        answer = await self._answer(parsed)
-        try:
-            prompt_ids = self._prompts.encode(parsed.messages or (), parsed.tools)
-        except ValueError as exc:
-            raise Rejected(400, f"cannot render the conversation: {exc}") from None
-        reply = chat_reply(parsed, answer.completion, prompt_ids, self.tokenizer, self.parser)
+        answer, reply = await self._answerer.chat_answer(parsed)
         ident, created = self._new_id("chatcmpl"), int(time.time())
         if parsed.stream:
             events = chat_events(parsed, reply, ident=ident, created=created, model=answer.model)
@@ -445,12 +363,7 @@ class ModelServer:
 
     async def _responses(self, request: web.Request) -> web.StreamResponse:
         parsed = read_responses(await read_json(request))
-        answer = await self._answer(parsed)
-        try:
-            prompt_ids = self._prompts.encode(parsed.messages or (), parsed.tools)
-        except ValueError as exc:
-            raise Rejected(400, f"cannot render the conversation: {exc}") from None
-        reply = chat_reply(parsed, answer.completion, prompt_ids, self.tokenizer, self.parser)
+        answer, reply = await self._answerer.chat_answer(parsed)
         output = responses_output(parsed, reply, new_id=self._item_id)
         payload = responses_payload(
             parsed, reply, output, ident=self._item_id("resp"), created=int(time.time()),
@@ -466,7 +379,7 @@ class ModelServer:
         payload: Any
         if is_sglang(body):
             sglang = read_sglang(body, self.tokenizer)
-            answer = await self._answer(sglang)
+            answer = await self._answerer.answer(sglang)
             reply = generated(sglang, answer.completion, self.tokenizer)
             payload = sglang_payload(
                 sglang,
@@ -476,6 +389,6 @@ class ModelServer:
             )
         else:
             vllm = read_vllm(body, self.tokenizer)
-            answer = await self._answer(vllm)
+            answer = await self._answerer.answer(vllm)
             payload = vllm_payload(vllm, generated(vllm, answer.completion, self.tokenizer))
         return await send_json(request, payload, truncate=answer.truncate)

@@ -37,7 +37,8 @@ from collections.abc import Iterator, Sequence
 from types import FrameType
 from typing import NoReturn
 
-from hermes_loop.server._responders import Responder, load_script_file
+from hermes_loop.server._responders import Responder
+from hermes_loop.server._script_files import load_script_file
 from hermes_loop.server._turns import ScriptError
 from hermes_loop.templates._tokenizer import TokenizerUnavailableError
 

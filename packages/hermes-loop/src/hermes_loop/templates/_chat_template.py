@@ -222,19 +222,14 @@ def render_blocks(
     tokenizer that splits on its special tokens encodes the blocks independently.
 
     Args:
-        messages: OpenAI-shaped messages (roles ``system``, ``user``, ``assistant``,
-            ``tool``); content is a string, ``None`` or a list of text parts.
-        tools: OpenAI tool schemas, written one JSON object per line in ``<tools>``.
-        add_generation_prompt: end with ``<|im_start|>assistant\\n``.
-        parser: the ``hermes_parsers`` format assistant tool calls are written in.
+        messages, tools, add_generation_prompt, parser: as ``render_prompt``.
         cache: optional memo of rendered assistant messages (keyed by their content,
             reasoning and calls) kept by the caller across calls with the same
             ``parser``; the caller bounds its size.
 
     Raises:
-        ValueError: for an unknown role, a non-text content part, or a tool call that
-            cannot be rendered (no name, arguments that are not a JSON object); the
-            message names the offending ``messages[i]``.
+        ValueError: as ``render_prompt`` (an unknown role, a non-text content part, or
+            a tool call that cannot be rendered, naming the offending ``messages[i]``).
         KeyError: if ``parser`` names no registered format.
     """
     fmt = _parser(parser)

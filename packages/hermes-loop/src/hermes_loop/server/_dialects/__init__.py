@@ -3,7 +3,8 @@
 - ``openai_chat``: OpenAI's ``POST /v1/chat/completions`` (JSON or SSE stream), with
   ``chat_input`` reading every role and content part of its messages.
 - ``openai_responses``: OpenAI's Responses API, ``POST /v1/responses`` (JSON or SSE
-  stream of the Responses events), its input read into the same chat messages.
+  stream of the Responses events), with ``responses_input`` reading its input into the
+  same chat messages.
 - ``vllm_generate``: ``POST /generate`` as Atropos' managed vLLM server speaks it.
 - ``sglang_generate``: ``POST /generate`` in SGLang's shape.
 

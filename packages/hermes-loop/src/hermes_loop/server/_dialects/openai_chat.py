@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from hermes_loop.server._completions import Completion, truncated_message
 from hermes_loop.server._conversations import chat_key, chat_turn_index
@@ -22,7 +22,15 @@ from hermes_loop.server._wire import Rejected, int_field
 from hermes_loop.templates._tokenizer import Tokenizer
 from hermes_parsers import ToolCallParser
 
-__all__ = ["ChatReply", "ChatRequest", "chat_events", "chat_payload", "chat_reply", "read_chat"]
+__all__ = [
+    "ChatReply",
+    "ChatRequest",
+    "chat_events",
+    "chat_payload",
+    "chat_reply",
+    "chat_request",
+    "read_chat",
+]
 
 #: Characters of content or arguments per streamed chunk.
 STREAM_PIECE = 24
@@ -37,6 +45,9 @@ class ChatRequest(ParsedRequest):
     include_usage: bool
     logprobs: bool
     return_token_ids: bool
+
+
+Request = TypeVar("Request", bound=ChatRequest)
 
 
 def read_chat(body: Mapping[str, Any]) -> ChatRequest:
@@ -63,8 +74,35 @@ def read_chat(body: Mapping[str, Any]) -> ChatRequest:
     if max_tokens is not None and max_tokens < 1:
         raise Rejected(400, f"max_tokens must be >= 1, got {max_tokens}", param="max_tokens")
     options = body.get("stream_options")
-    return ChatRequest(
+    return chat_request(
+        ChatRequest,
+        body,
         endpoint="chat",
+        messages=messages,
+        tools=tools,
+        max_tokens=max_tokens,
+        include_usage=bool(isinstance(options, dict) and options.get("include_usage")),
+        logprobs=bool(body.get("logprobs")),
+        return_token_ids=bool(body.get("return_token_ids")),
+    )
+
+
+def chat_request(
+    kind: type[Request],
+    body: Mapping[str, Any],
+    *,
+    endpoint: str,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    max_tokens: int | None,
+    **options: Any,
+) -> Request:
+    """A ``kind`` request (``ChatRequest`` or a dialect's subclass of it) from the parts
+    its dialect read from ``body``: the conversation names the turn and its key, and
+    ``model`` and ``stream`` are read from ``body`` as sent; ``options`` are the
+    dialect's own fields."""
+    return kind(
+        endpoint=endpoint,
         body=body,
         model=body.get("model"),
         turn_index=chat_turn_index(messages),
@@ -73,9 +111,7 @@ def read_chat(body: Mapping[str, Any]) -> ChatRequest:
         tools=tools,
         max_tokens=max_tokens,
         stream=bool(body.get("stream")),
-        include_usage=bool(isinstance(options, dict) and options.get("include_usage")),
-        logprobs=bool(body.get("logprobs")),
-        return_token_ids=bool(body.get("return_token_ids")),
+        **options,
     )
 
 

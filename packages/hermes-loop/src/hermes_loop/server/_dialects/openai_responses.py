@@ -8,12 +8,10 @@ Read: ``input`` (a string, or a list of items: messages of any role with text or
 ``instructions``, ``tools`` (function tools in the Responses shape, ``{"type":
 "function", "name", "parameters", ...}``), ``tool_choice``, ``parallel_tool_calls``,
 ``max_output_tokens``, ``stream``, ``include`` (``message.output_text.logprobs``) and
-``model``. The input becomes the chat messages the chat route would have read (an
-assistant turn's reasoning, message and calls, in that order, make one assistant
-message), so scripts, replays and policies answer both routes alike: turn *k* answers
-an input holding *k* assistant turns. The server keeps no responses, so
-``previous_response_id``, ``conversation`` and ``item_reference`` items are refused
-with a 400 that says to send the items themselves.
+``model``. The input becomes the chat messages the chat route would have read
+(``responses_input``), so scripts, replays and policies answer both routes alike. The
+server keeps no responses, so ``previous_response_id``, ``conversation`` and
+``item_reference`` items are refused with a 400 that says to send the items themselves.
 
 Written: a ``response`` object whose ``output`` holds a ``reasoning`` item (the turn's
 reasoning as ``reasoning_text``), a ``message`` item (``output_text``) and one
@@ -30,9 +28,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_loop.server._conversations import chat_key, chat_turn_index
-from hermes_loop.server._dialects.chat_input import content_text
-from hermes_loop.server._dialects.openai_chat import STREAM_PIECE, ChatReply, ChatRequest
+from hermes_loop.server._dialects.openai_chat import (
+    STREAM_PIECE,
+    ChatReply,
+    ChatRequest,
+    chat_request,
+)
+from hermes_loop.server._dialects.responses_input import chat_tool, input_messages
 from hermes_loop.server._wire import Rejected, int_field
 
 __all__ = [
@@ -43,15 +45,6 @@ __all__ = [
     "responses_payload",
 ]
 
-_ITEM_TYPES = (
-    "message",
-    "function_call",
-    "function_call_output",
-    "custom_tool_call",
-    "custom_tool_call_output",
-    "reasoning",
-)
-_MESSAGE_ROLES = ("user", "system", "developer", "assistant")
 _LOGPROBS = "message.output_text.logprobs"
 
 
@@ -66,164 +59,6 @@ class ResponsesRequest(ChatRequest):
     temperature: float | None = None
     top_p: float | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
-
-
-def _bad(where: str, problem: str, param: str = "input") -> Rejected:
-    return Rejected(400, f"{where}: {problem}", param=param)
-
-
-def _string(item: Mapping[str, Any], key: str, where: str) -> str:
-    value = item.get(key)
-    if not isinstance(value, str) or not value:
-        raise _bad(where, f"needs {key!r} (a non-empty string)")
-    return value
-
-
-class _Turns:
-    """Builds chat messages from input items, one assistant message per assistant turn."""
-
-    def __init__(self) -> None:
-        self.messages: list[dict[str, Any]] = []
-        self._text: list[str] | None = None
-        self._calls: list[dict[str, Any]] = []
-        self._reasoning: str | None = None
-        self._open = False
-
-    def flush(self) -> None:
-        if not self._open:
-            return
-        message: dict[str, Any] = {
-            "role": "assistant",
-            "content": "".join(self._text) if self._text is not None else None,
-        }
-        if self._calls:
-            message["tool_calls"] = self._calls
-        if self._reasoning:
-            message["reasoning_content"] = self._reasoning
-        self.messages.append(message)
-        self._text, self._calls, self._reasoning, self._open = None, [], None, False
-
-    def reasoning(self, text: str) -> None:
-        if self._open:
-            self.flush()
-        self._open, self._reasoning = True, text
-
-    def text(self, text: str) -> None:
-        if self._text is not None or self._calls:
-            self.flush()
-        self._open, self._text = True, [text]
-
-    def call(self, call_id: str, name: str, arguments: str) -> None:
-        self._open = True
-        function = {"name": name, "arguments": arguments}
-        self._calls.append({"id": call_id, "type": "function", "function": function})
-
-    def other(self, message: dict[str, Any]) -> None:
-        self.flush()
-        self.messages.append(message)
-
-
-def _reasoning_text(item: Mapping[str, Any], where: str) -> str:
-    for key, kind in (("content", "reasoning_text"), ("summary", "summary_text")):
-        parts = item.get(key)
-        if parts is None:
-            continue
-        if not isinstance(parts, list):
-            raise _bad(f"{where}.{key}", f"must be a list of {kind} parts")
-        texts = []
-        for j, part in enumerate(parts):
-            if not isinstance(part, Mapping) or not isinstance(part.get("text"), str):
-                raise _bad(f"{where}.{key}[{j}]", f"must be a {kind} part with 'text'")
-            texts.append(part["text"])
-        if texts:
-            return "\n\n".join(texts)
-    return ""
-
-
-def _output_text(output: Any, where: str) -> str:
-    if isinstance(output, str):
-        return output
-    return content_text(output, f"{where}.output", param="input") or ""
-
-
-def _read_item(item: Any, index: int, turns: _Turns) -> None:
-    where = f"input[{index}]"
-    if not isinstance(item, Mapping):
-        raise _bad(where, f"an input item must be an object, got {type(item).__name__}")
-    kind = item.get("type")
-    if kind is None and "role" in item:
-        kind = "message"
-    if kind == "message":
-        role = item.get("role")
-        if role not in _MESSAGE_ROLES:
-            raise _bad(where, f"unknown role {role!r}; expected one of {', '.join(_MESSAGE_ROLES)}")
-        text = content_text(item.get("content"), where, param="input") or ""
-        if role == "assistant":
-            turns.text(text)
-        else:
-            turns.other({"role": "user" if role == "user" else "system", "content": text})
-    elif kind in ("function_call", "custom_tool_call"):
-        key = "arguments" if kind == "function_call" else "input"
-        arguments = item.get(key, "")
-        if not isinstance(arguments, str):
-            raise _bad(where, f"{key!r} must be a string, got {type(arguments).__name__}")
-        call_id = _string(item, "call_id", where)
-        turns.call(call_id, _string(item, "name", where), arguments or "{}")
-    elif kind in ("function_call_output", "custom_tool_call_output"):
-        call_id = _string(item, "call_id", where)
-        content = _output_text(item.get("output"), where)
-        turns.other({"role": "tool", "tool_call_id": call_id, "content": content})
-    elif kind == "reasoning":
-        turns.reasoning(_reasoning_text(item, where))
-    elif kind == "item_reference":
-        raise _bad(
-            where,
-            "an item_reference needs stored items, and the scripted model server stores none; "
-            "send the items themselves",
-        )
-    else:
-        raise _bad(
-            where, f"input item type {kind!r} is not served here; expected {', '.join(_ITEM_TYPES)}"
-        )
-
-
-def _messages(body: Mapping[str, Any], instructions: str | None) -> list[dict[str, Any]]:
-    raw = body.get("input")
-    turns = _Turns()
-    if instructions:
-        turns.other({"role": "system", "content": instructions})
-    if isinstance(raw, str):
-        turns.other({"role": "user", "content": raw})
-    elif isinstance(raw, list) and raw:
-        for index, item in enumerate(raw):
-            _read_item(item, index, turns)
-    else:
-        raise Rejected(
-            400, "'input' must be a string or a non-empty list of input items", param="input"
-        )
-    turns.flush()
-    return turns.messages
-
-
-def _chat_tool(tool: Any, index: int) -> Any:
-    """A Responses tool in the chat completions shape the prompt renders."""
-    where = f"tools[{index}]"
-    if not isinstance(tool, Mapping):
-        raise _bad(where, f"a tool must be an object, got {type(tool).__name__}", "tools")
-    kind = tool.get("type")
-    if kind not in ("function", "custom"):
-        return dict(tool)  # a hosted tool: shown to the prompt as it was sent
-    if "function" in tool and kind == "function":
-        return dict(tool)  # already in the chat completions shape
-    name = tool.get("name")
-    if not isinstance(name, str) or not name:
-        raise _bad(where, f"a {kind} tool needs 'name' (a non-empty string)", "tools")
-    function: dict[str, Any] = {"name": name}
-    if isinstance(tool.get("description"), str):
-        function["description"] = tool["description"]
-    if kind == "function" and isinstance(tool.get("parameters"), Mapping):
-        function["parameters"] = tool["parameters"]
-    return {"type": "function", "function": function}
 
 
 def _number(body: Mapping[str, Any], key: str) -> float | None:
@@ -256,11 +91,11 @@ def read_responses(body: Mapping[str, Any]) -> ResponsesRequest:
     instructions = body.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
         raise Rejected(400, "'instructions' must be a string", param="instructions")
-    messages = _messages(body, instructions)
+    messages = input_messages(body, instructions)
     sent = body.get("tools")
     if sent is not None and not isinstance(sent, list):
         raise Rejected(400, "'tools' must be a list of tools", param="tools")
-    tools = [_chat_tool(tool, i) for i, tool in enumerate(sent or ())] or None
+    tools = [chat_tool(tool, i) for i, tool in enumerate(sent or ())] or None
     max_tokens = int_field(body, "max_output_tokens")
     if max_tokens is not None and max_tokens < 1:
         raise Rejected(
@@ -271,16 +106,13 @@ def read_responses(body: Mapping[str, Any]) -> ResponsesRequest:
         body.get("top_logprobs")
     )
     metadata = body.get("metadata")
-    return ResponsesRequest(
+    return chat_request(
+        ResponsesRequest,
+        body,
         endpoint="responses",
-        body=body,
-        model=body.get("model"),
-        turn_index=chat_turn_index(messages),
-        conversation=chat_key(messages),
         messages=messages,
         tools=tools,
         max_tokens=max_tokens,
-        stream=bool(body.get("stream")),
         include_usage=False,
         logprobs=logprobs,
         return_token_ids=False,
