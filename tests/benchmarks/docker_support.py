@@ -1,13 +1,22 @@
-"""What the benchmark tests share: a daemon and the base image (or a reason), and
-``hermes-bench`` run in a child process."""
+"""What the benchmark tests share: a daemon and the base image (or a reason),
+``hermes-bench`` run in a child process, and the oracle run on many tasks at once."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
-from hermes_benchmarks import sample_tasks_dir
+from hermes_benchmarks import (
+    OracleAgent,
+    Task,
+    TrialResult,
+    TrialSettings,
+    run_trial,
+    sample_tasks_dir,
+)
 from hermes_sandbox.backends.docker import (
     DEFAULT_IMAGE,
     DockerDaemon,
@@ -62,3 +71,16 @@ def run_bench(
         timeout=timeout,
         cwd=cwd,
     )
+
+
+async def oracle_trials(
+    tasks: Sequence[Task], settings: TrialSettings, at_once: int = 3
+) -> dict[str, TrialResult]:
+    """Trial 0 of every task with the oracle, ``at_once`` at a time; the results by task."""
+    gate = asyncio.Semaphore(at_once)
+
+    async def one(task: Task) -> TrialResult:
+        async with gate:
+            return await run_trial(task, OracleAgent(), settings, trial=0)
+
+    return {r.task: r for r in await asyncio.gather(*(one(task) for task in tasks))}

@@ -11,9 +11,7 @@ from pathlib import Path
 import pytest
 
 from hermes_benchmarks import (
-    OracleAgent,
     Task,
-    TrialResult,
     TrialSettings,
     load_task,
     load_tasks,
@@ -21,7 +19,7 @@ from hermes_benchmarks import (
 )
 from hermes_sandbox import Sandbox
 from hermes_sandbox.backends.docker import RUN_ID, list_containers
-from tests.benchmarks.docker_support import docker_skip_reason
+from tests.benchmarks.docker_support import docker_skip_reason, oracle_trials
 
 REASON = docker_skip_reason()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
@@ -52,20 +50,10 @@ def separately(task: Task) -> Task:
     return dataclasses.replace(task, config=task.config.model_copy(update={"verifier": verifier}))
 
 
-async def run_all(tasks: list[Task]) -> dict[str, TrialResult]:
-    gate = asyncio.Semaphore(3)
-
-    async def one(task: Task) -> TrialResult:
-        async with gate:
-            return await run_trial(task, OracleAgent(), SETTINGS, trial=0)
-
-    return {r.task: r for r in await asyncio.gather(*(one(task) for task in tasks))}
-
-
 async def test_every_attack_is_caught_or_flagged_in_shared_mode() -> None:
     tasks = load_tasks(ATTACKS)
     assert sorted(task.name for task in tasks) == sorted(SHARED)
-    results = await run_all(tasks)
+    results = await oracle_trials(tasks, SETTINGS)
     for name, expected in SHARED.items():
         result = results[name]
         if expected in ("reward_tampered", "sandbox_died"):
@@ -85,7 +73,7 @@ async def test_every_attack_is_caught_or_flagged_in_shared_mode() -> None:
 
 
 async def test_every_attack_fails_in_separate_mode() -> None:
-    results = await run_all([separately(task) for task in load_tasks(ATTACKS)])
+    results = await oracle_trials([separately(task) for task in load_tasks(ATTACKS)], SETTINGS)
     for name, result in results.items():
         assert (result.status, result.reward) == ("fail", 0.0), (name, result.error)
     assert results["keeper-killed"].error_kind == "sandbox_died"

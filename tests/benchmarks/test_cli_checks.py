@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from hermes_benchmarks._samples import sample_tasks_dir
-from hermes_loop.server import ModelServerThread, Policy
+from hermes_loop.server import ModelRequest, ModelServerThread, Policy
 
 from .docker_support import run_bench
 
@@ -30,6 +30,12 @@ def _one_error(done: subprocess.CompletedProcess[str]) -> str:
     assert len(errors) == 1, done.stderr[-2000:]
     assert "Traceback" not in done.stderr
     return errors[0]
+
+
+def _evaluate(out: Path, base_url: str, *more: str) -> subprocess.CompletedProcess[str]:
+    """``hermes-bench terminalbench2 evaluate`` of the sample tasks into ``out``."""
+    where = ["--env.tasks_dir", str(sample_tasks_dir()), "--env.output_dir", str(out)]
+    return run_bench("terminalbench2", "evaluate", *where, "--openai.base_url", base_url, *more)
 
 
 def _refusing_port() -> int:
@@ -74,19 +80,33 @@ def test_an_output_folder_that_cannot_be_made_is_named(tmp_path: Path) -> None:
     assert "--env.output_dir" in error
 
 
+def test_an_output_folder_that_cannot_be_written_is_said_once_before_any_trial(
+    tmp_path: Path,
+) -> None:
+    asked: list[ModelRequest] = []
+
+    def answer(request: ModelRequest) -> str:
+        asked.append(request)
+        return "done"
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with ModelServerThread(Policy(answer, name="served-model")) as model:
+        done = _evaluate(blocker / "run", model.base_url, "--openai.model_name", "served-model")
+    assert (done.returncode, done.stderr.splitlines()) == (
+        1,
+        [
+            f"error: output folder {blocker / 'run'} cannot be written (Not a directory): "
+            "make it writable or pass --env.output_dir another folder"
+        ],
+    )
+    assert asked == []  # no trial asked the model anything
+
+
 def test_an_endpoint_that_does_not_answer_stops_before_any_trial(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{_refusing_port()}/v1"
     out = tmp_path / "run"
-    done = run_bench(
-        "terminalbench2",
-        "evaluate",
-        "--env.tasks_dir",
-        str(sample_tasks_dir()),
-        "--env.output_dir",
-        str(out),
-        "--openai.base_url",
-        url,
-    )
+    done = _evaluate(out, url)
     error = _one_error(done)
     assert f"the model endpoint {url} does not answer" in error
     assert "--openai.base_url" in error
@@ -97,18 +117,7 @@ def test_a_model_the_endpoint_does_not_serve_stops_before_any_trial(
     tmp_path: Path, served_url: str
 ) -> None:
     out = tmp_path / "run"
-    done = run_bench(
-        "terminalbench2",
-        "evaluate",
-        "--env.tasks_dir",
-        str(sample_tasks_dir()),
-        "--env.output_dir",
-        str(out),
-        "--openai.base_url",
-        served_url,
-        "--openai.model_name",
-        "other-model",
-    )
+    done = _evaluate(out, served_url, "--openai.model_name", "other-model")
     error = _one_error(done)
     assert "does not serve the model 'other-model' (it serves: served-model)" in error
     assert "--openai.model" in error

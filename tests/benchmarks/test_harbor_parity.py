@@ -6,7 +6,6 @@ docker-compose.yaml), as harbor's own oracle does on the same images."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -14,31 +13,19 @@ import pytest
 from hermes_benchmarks import (
     HermesAgent,
     OracleAgent,
-    Task,
-    TrialResult,
     TrialSettings,
     load_task,
     load_tasks,
     run_trial,
 )
 from hermes_loop.server import Call, ModelServer, Script, Turn
-from tests.benchmarks.docker_support import docker_skip_reason
+from tests.benchmarks.docker_support import docker_skip_reason, oracle_trials
 
 REASON = docker_skip_reason()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
 
 HARBOR = Path(__file__).parent / "tasks_harbor"
 SETTINGS = TrialSettings(infra_retries=0)
-
-
-async def run_all(tasks: list[Task]) -> dict[str, TrialResult]:
-    gate = asyncio.Semaphore(3)
-
-    async def one(task: Task) -> TrialResult:
-        async with gate:
-            return await run_trial(task, OracleAgent(), SETTINGS, trial=0)
-
-    return {r.task: r for r in await asyncio.gather(*(one(task) for task in tasks))}
 
 
 async def test_the_oracle_passes_every_harbor_parity_task() -> None:
@@ -52,7 +39,7 @@ async def test_the_oracle_passes_every_harbor_parity_task() -> None:
         "set-e-verifier",
         "task-env-workdir",
     }
-    results = await run_all(tasks)
+    results = await oracle_trials(tasks, SETTINGS)
     for name, result in results.items():
         assert (result.status, result.reward) == ("pass", 1.0), (name, result.error)
         assert not result.suspect, (name, result.attempts[-1].suspect_reasons)

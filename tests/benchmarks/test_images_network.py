@@ -5,14 +5,11 @@ asks (harbor's ``allow_internet``) or as the run forces it."""
 
 from __future__ import annotations
 
-import contextlib
 import shutil
-import threading
 import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +30,7 @@ from hermes_benchmarks.sandboxes import (
 from hermes_sandbox import Sandbox
 from hermes_sandbox.backends.docker import BUSYBOX_IMAGE, DEFAULT_IMAGE, DockerDaemon
 from tests.benchmarks.docker_support import SHIPPED, docker_skip_reason
+from tests.sandbox.support import http_server, images_removed_after
 
 REASON = docker_skip_reason()
 pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
@@ -51,11 +49,8 @@ def api() -> Iterator[Any]:
 @pytest.fixture
 def images(api: Any) -> Iterator[list[str]]:
     """Tags a test makes; removed afterwards."""
-    made: list[str] = []
-    yield made
-    for tag in reversed(made):
-        with contextlib.suppress(Exception):
-            api.remove_image(tag, force=True)
+    with images_removed_after(api) as made:
+        yield made
 
 
 def copy_task(tmp_path: Path, name: str = "write-greeting", **environment: str) -> Path:
@@ -261,31 +256,6 @@ def test_harbors_default_allows_the_internet(tmp_path: Path) -> None:
         assert allows_internet(load_task(folder).config.environment) is allowed
     with pytest.raises(ValueError, match="network must be"):
         sandbox_network(True, "bridge")  # type: ignore[arg-type]
-
-
-@contextlib.contextmanager
-def http_server(body: bytes) -> Iterator[int]:
-    """An HTTP server on 127.0.0.1 answering every GET with ``body``; its port."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server.server_address[1]
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 class Fetcher:

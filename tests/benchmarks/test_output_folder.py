@@ -103,6 +103,21 @@ async def test_resume_refuses_other_tasks_or_fewer_trials(tmp_path: Path) -> Non
         )
 
 
+async def test_an_output_folder_that_cannot_be_made_stops_the_run_before_any_trial(
+    tmp_path: Path,
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    agent = DiskFiller(tmp_path)  # counts its runs
+    with pytest.raises(OutputFolderError) as caught:
+        await run_benchmark(load_tasks(SHIPPED), agent, SETTINGS, output_dir=blocker / "run")
+    assert str(caught.value) == (
+        f"output folder {blocker / 'run'} cannot be written (Not a directory): make it "
+        "writable or pass --env.output_dir another folder"
+    )
+    assert agent.runs == 0
+
+
 @pytest.fixture
 def tmpfs(tmp_path: Path) -> Iterator[Path]:
     """A 64 KiB tmpfs, unmounted after the test."""

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,12 +54,12 @@ def child_env() -> dict[str, str]:
     return {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
 
 
-def run_script(
-    script: Path, *args: str, cwd: Path, timeout: float = 240
+def run_command(
+    argv: Sequence[str], *, cwd: Path, timeout: float = 240
 ) -> subprocess.CompletedProcess[str]:
-    """``python script *args`` in ``cwd`` with ``child_env()``; output captured as text."""
+    """``argv`` in ``cwd`` with ``child_env()``, run to its end; output captured as text."""
     return subprocess.run(
-        [sys.executable, str(script), *args],
+        list(argv),
         cwd=cwd,
         env=child_env(),
         capture_output=True,
@@ -63,3 +67,30 @@ def run_script(
         timeout=timeout,
         check=False,
     )
+
+
+def run_script(
+    script: Path, *args: str, cwd: Path, timeout: float = 240
+) -> subprocess.CompletedProcess[str]:
+    """``python script *args`` in ``cwd`` with ``child_env()``; output captured as text."""
+    return run_command([sys.executable, str(script), *args], cwd=cwd, timeout=timeout)
+
+
+def _line_count(file: Path) -> int:
+    return len(file.read_text().splitlines()) if file.exists() else 0
+
+
+async def kill_9_half_way(argv: Sequence[str], *, cwd: Path, out: Path) -> int:
+    """Start ``argv`` in ``cwd`` with ``child_env()`` (output dropped) and kill -9 it once
+    ``out`` holds two lines (or after 180 s); the child's pid, once it is gone."""
+    child = await asyncio.create_subprocess_exec(
+        *argv, cwd=cwd, env=child_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if await asyncio.to_thread(_line_count, out) >= 2:
+            break
+        await asyncio.sleep(0.05)
+    os.kill(child.pid, signal.SIGKILL)
+    await child.wait()
+    return child.pid

@@ -20,7 +20,7 @@ import pytest
 
 from hermes_envs import terminal_test_oracle
 from hermes_envs._errors import EnvSetupError
-from hermes_envs._preflight import check_model_endpoint
+from hermes_envs._preflight import check_model_endpoint, check_writable
 from hermes_loop.server import ModelServerThread, Policy
 
 from .support import TOKENIZER
@@ -194,6 +194,22 @@ def test_evaluate_into_a_folder_it_cannot_make_stops_naming_the_option(
     error = _one_error(done)
     assert f"output folder {blocker / 'evals'} cannot be written" in error
     assert "--env.data_dir_to_save_evals" in error
+
+
+@pytest.mark.parametrize(
+    ("option", "hint"),
+    [("--x.out", "make it writable or pass --x.out another folder"), (None, "make it writable")],
+)
+def test_an_unwritable_folder_names_the_option_that_chooses_another(
+    tmp_path: Path, option: str | None, hint: str
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(EnvSetupError) as caught:
+        check_writable(blocker / "out", option)
+    assert str(caught.value) == (
+        f"output folder {blocker / 'out'} cannot be written (Not a directory): {hint}"
+    )
 
 
 def test_the_launcher_refuses_a_module_without_an_environment(tmp_path: Path) -> None:

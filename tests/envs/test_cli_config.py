@@ -9,7 +9,8 @@ import pytest
 from atroposlib.envs.server_handling.server_manager import APIServerConfig
 
 from hermes_envs import CliError, TerminalTestEnv
-from hermes_envs._cli import parse_flags, resolve_config, run_cli
+from hermes_envs._cli import resolve_config, run_cli
+from hermes_envs._config_layers import parse_flags
 
 
 def test_flags_with_values_equals_and_negative_numbers() -> None:

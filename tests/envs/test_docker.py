@@ -7,17 +7,14 @@ import pytest
 from hermes_envs import TerminalTestEnv, terminal_test_oracle
 from hermes_envs.envs.terminal_test import TASKS
 from hermes_loop.server import Call, ModelServer, Policy, Script, Turn
-from tests.sandbox.providers.docker import DockerSetup, docker_setup
+from tests.sandbox.providers.docker import DockerSetup, docker_or_skip
 
 from .support import env_config, server
 
 
 @pytest.fixture(scope="module")
 def setup() -> DockerSetup:
-    found = docker_setup()
-    if found.reason:
-        pytest.skip(f"docker tests need a daemon and an image: {found.reason}")
-    return found
+    return docker_or_skip()
 
 
 async def test_the_oracle_scores_one_and_a_wrong_model_zero_in_docker(setup: DockerSetup) -> None:

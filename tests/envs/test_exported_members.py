@@ -39,6 +39,7 @@ SUBPACKAGES: dict[str, list[str]] = {
         "fill_template",
         "find_output",
         "load_output",
+        "page_template",
         "parse_view_args",
         "publish",
         "render_page",

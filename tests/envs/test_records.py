@@ -8,9 +8,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import os
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -25,7 +22,7 @@ from hermes_envs._records import RECORD_CAP, capped
 from hermes_envs.envs.terminal_test import TASKS, task_prompt
 from hermes_loop.server import Call, ModelRequest, ModelServer, Policy, Turn
 
-from .support import TOKENIZER, child_env, env_config, process_config, server
+from .support import TOKENIZER, env_config, kill_9_half_way, process_config, run_command, server
 
 KEY = "sk-records-secret-0123456789"
 
@@ -233,31 +230,9 @@ async def test_kill_9_then_the_same_command_keeps_each_record_once(tmp_path: Pat
             "--openai.base_url",
             model.base_url,
         ]
-        first = await asyncio.create_subprocess_exec(
-            *argv,
-            cwd=tmp_path,
-            env=child_env(),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            if out.exists() and len(out.read_text().splitlines()) >= 2:
-                break
-            await asyncio.sleep(0.05)
-        os.kill(first.pid, signal.SIGKILL)
-        await first.wait()
+        await kill_9_half_way(argv, cwd=tmp_path, out=out)
         assert 2 <= len(lines(out)) < 6
-        again = await asyncio.to_thread(
-            subprocess.run,
-            argv,
-            cwd=tmp_path,
-            env=child_env(),
-            capture_output=True,
-            text=True,
-            timeout=240,
-            check=False,
-        )
+        again = await asyncio.to_thread(run_command, argv, cwd=tmp_path)
     assert again.returncode == 0, again.stderr[-3000:]
     records = check_against_group_file(out)
     assert [r["group"] for r in records] == list(range(6))

@@ -8,8 +8,6 @@ import glob
 import json
 import os
 import re
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -21,7 +19,7 @@ import pytest
 from hermes_envs import GroupFileExistsError
 from hermes_loop.server import Call, ModelRequest, ModelServer, Policy, Turn
 
-from .support import TOKENIZER, child_env
+from .support import TOKENIZER, kill_9_half_way, run_command
 
 SCRIPT = Path(__file__).parent / "fixtures" / "reference_style" / "doubling_env.py"
 DATA = SCRIPT.parent / "data"
@@ -78,51 +76,20 @@ async def test_kill_9_half_way_then_the_same_command_finishes_the_same_file(
     out = tmp_path / "groups.jsonl"
     async with ModelServer(Policy(slow_doubler)) as model:
         argv = command(out, model.base_url, "--env.total_steps", "6")
-        first = await asyncio.create_subprocess_exec(
-            *argv,
-            cwd=tmp_path,
-            env=child_env(),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            if out.exists() and len(out.read_text().splitlines()) >= 2:
-                break
-            await asyncio.sleep(0.1)
-        os.kill(first.pid, signal.SIGKILL)
-        await first.wait()
+        first = await kill_9_half_way(argv, cwd=tmp_path, out=out)
         written = len(lines(out))
         assert 2 <= written < 6
-        again = await asyncio.to_thread(
-            subprocess.run,
-            argv,
-            cwd=tmp_path,
-            env=child_env(),
-            capture_output=True,
-            text=True,
-            timeout=240,
-            check=False,
-        )
+        again = await asyncio.to_thread(run_command, argv, cwd=tmp_path)
     assert again.returncode == 0, again.stderr[-3000:]
     assert len(lines(out)) == 6
     assert questions(out) == Counter(dict.fromkeys(QUESTIONS, 2))  # each twice
     assert not (tmp_path / "groups_1.jsonl").exists()
-    left = glob.glob(os.path.join(tempfile.gettempdir(), f"hermes-local-{first.pid}-*"))
+    left = glob.glob(os.path.join(tempfile.gettempdir(), f"hermes-local-{first}-*"))
     assert left == []
     # Finished: the same command again is refused in one line naming the choices.
     async with ModelServer(Policy(slow_doubler)) as model:
         argv = command(out, model.base_url, "--env.total_steps", "6")
-        refused = await asyncio.to_thread(
-            subprocess.run,
-            argv,
-            cwd=tmp_path,
-            env=child_env(),
-            capture_output=True,
-            text=True,
-            timeout=240,
-            check=False,
-        )
+        refused = await asyncio.to_thread(run_command, argv, cwd=tmp_path)
     errors = [line for line in refused.stderr.splitlines() if line.startswith("error:")]
     assert refused.returncode == 1
     assert len(errors) == 1

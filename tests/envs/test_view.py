@@ -23,7 +23,14 @@ import pytest
 from hermes_envs import TerminalTestEnv, terminal_test_oracle
 from hermes_envs._record_files import EVAL_RECORDS, records_path
 from hermes_envs.envs.terminal_test import TASKS, task_prompt
-from hermes_envs.view import RunServer, fill_template, find_output, load_output, render_page
+from hermes_envs.view import (
+    RunServer,
+    fill_template,
+    find_output,
+    load_output,
+    page_template,
+    render_page,
+)
 from hermes_envs.view._load import TEXT_CAP
 from hermes_loop.server import Call, ModelRequest, ModelServerThread, Policy, Turn
 from hermes_sandbox.tools import CHROMIUM_FLAGS, browser_unavailable
@@ -138,6 +145,21 @@ def test_placeholders_are_filled_in_one_pass() -> None:
     assert '{"text":"__TITLE__ //__COMMON_JS__"}' in page  # the data as they are
     assert "--mono" in page  # the shared style
     assert "function toolText(" in page  # the shared script
+
+
+def test_a_page_fills_the_blocks_of_the_shared_page() -> None:
+    page = "<!-- a comment -->\n<!--block:style-->\n.mine{}\n<!--block:summary-->\n<p>x</p>\n"
+    template = page_template(page + "<!--block:script-->\nmine();\n", "tool-x")
+    where = {
+        "title": "<title>tool-x · __TITLE__</title>",
+        "style": "/*__COMMON_CSS__*/\n.mine{}\n</style>",
+        "summary": '<div id="summary-notes" class="muted"></div>\n<p>x</p>\n  </section>',
+        "script": "mine();\n</script>",
+    }
+    assert [name for name, text in where.items() if text not in template] == []
+    assert [text for text in ("block:", "a comment") if text in template] == []
+    with pytest.raises(ValueError, match=r"page\.html takes"):
+        page_template(page, "tool-x")  # no script block
 
 
 def test_a_large_output_fits_the_page_budget(tmp_path: Path) -> None:

@@ -4,6 +4,9 @@
   module's ``routes`` fixture, for the web and browser tests.
 - ``wait_dead``, ``entries`` and ``cancel_running``: how the ssh and singularity tests
   watch a command's processes die and cancel a running command.
+- ``setup``, ``api`` and ``no_container_leaks``: the docker tests' daemon and images
+  (skipped without them), a docker API client, and the check that a test left no
+  container of this process behind.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 import pytest
 
 from hermes_sandbox import Sandbox
+from tests.sandbox.providers.docker import DockerSetup, docker_or_skip
 
 #: One page of ``routes``: ``status`` (200), ``type`` (``text/html; charset=utf-8``),
 #: ``body`` (bytes or str), ``headers`` (extra headers) and ``delay`` (seconds to wait
@@ -139,3 +143,37 @@ def cancel_running() -> Callable[[Sandbox], Awaitable[int]]:
     workdir is a host path), cancel it once it runs, check the cancellation reached the
     caller, and return the pid of the command's shell."""
     return _cancel_running
+
+
+# --- docker -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def setup() -> DockerSetup:
+    """The docker daemon and the test images; the test is skipped without them."""
+    return docker_or_skip()
+
+
+@pytest.fixture(scope="module")
+def api(setup: DockerSetup) -> Iterator[Any]:
+    """A docker API client of the daemon (one per test module)."""
+    from hermes_sandbox.backends.docker import DockerDaemon
+
+    daemon = DockerDaemon.open()
+    yield daemon.api
+    daemon.close()
+
+
+@pytest.fixture
+def no_container_leaks(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After a docker test (one using ``setup``): no container of this process is left
+    (any left is removed and fails the test)."""
+    yield
+    if "setup" not in request.fixturenames:
+        return
+    from hermes_sandbox.backends.docker import RUN_ID, list_containers, remove_containers
+
+    left = list_containers(run_id=RUN_ID)
+    if left:
+        remove_containers(run_id=RUN_ID)
+        pytest.fail(f"containers left behind: {left}")

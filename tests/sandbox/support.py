@@ -3,18 +3,31 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from hermes_sandbox import ExecResult, Sandbox, SandboxOptions, SandboxStartError
 from hermes_sandbox.backends.local import LocalSandbox
 
-__all__ = ["KILLED_CHILD", "FakeSandbox", "Maker", "OwnLoopCheckSandbox", "fake", "kill_9_child"]
+__all__ = [
+    "KILLED_CHILD",
+    "FakeSandbox",
+    "Maker",
+    "OwnLoopCheckSandbox",
+    "fake",
+    "http_server",
+    "images_removed_after",
+    "kill_9_child",
+]
 
 
 class FakeSandbox(Sandbox):
@@ -122,3 +135,42 @@ class OwnLoopCheckSandbox(LocalSandbox):
         if asyncio.get_running_loop() is not self.home:
             raise RuntimeError(self.refusal)
         return await super()._run(script, **options)
+
+
+@contextlib.contextmanager
+def http_server(body: bytes) -> Iterator[int]:
+    """An HTTP server on 127.0.0.1 answering every GET with ``body``; its port (the
+    docker image and network tests fetch from it, from a build or a sandbox)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+@contextlib.contextmanager
+def images_removed_after(api: Any) -> Iterator[list[str]]:
+    """A list for the image tags a test makes; each is removed (by docker API client
+    ``api``) afterwards, newest first, whatever the test did."""
+    made: list[str] = []
+    try:
+        yield made
+    finally:
+        for tag in reversed(made):
+            with contextlib.suppress(Exception):
+                api.remove_image(tag, force=True)

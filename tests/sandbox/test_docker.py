@@ -17,38 +17,11 @@ from typing import Any
 import pytest
 
 from hermes_sandbox import SandboxClosedError, SandboxStartError, create_sandbox
-from tests.sandbox.providers.docker import DockerSetup, docker_setup
+from tests.sandbox.providers.docker import DockerSetup
 
-
-@pytest.fixture(scope="session")
-def setup() -> DockerSetup:
-    found = docker_setup()
-    if found.reason:
-        pytest.skip(f"docker tests need a daemon and an image: {found.reason}")
-    return found
-
-
-@pytest.fixture
-def api(setup: DockerSetup) -> Iterator[Any]:
-    from hermes_sandbox.backends.docker import DockerDaemon
-
-    daemon = DockerDaemon.open()
-    yield daemon.api
-    daemon.close()
-
-
-@pytest.fixture(autouse=True)
-def no_leaks(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Every test here must leave no container of this process behind."""
-    yield
-    if "setup" not in request.fixturenames:
-        return
-    from hermes_sandbox.backends.docker import RUN_ID, list_containers, remove_containers
-
-    left = list_containers(run_id=RUN_ID)
-    if left:
-        remove_containers(run_id=RUN_ID)
-        pytest.fail(f"containers left behind: {left}")
+#: Every test here must leave no container of this process behind (``setup``, ``api``
+#: and the check: tests/sandbox/conftest.py).
+pytestmark = pytest.mark.usefixtures("no_container_leaks")
 
 
 @contextlib.asynccontextmanager

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from hermes_sandbox import create_sandbox
-from tests.sandbox.providers.docker import DockerSetup, docker_setup
+from tests.sandbox.providers.docker import DockerSetup
 
 #: An image of its own PATH, WORKDIR and USER, as task images have them.
 DOCKERFILE = """\
@@ -33,34 +33,9 @@ USER 1234
 BG, FG, CANCELLED = "7100001", "7100002", "7100003"
 
 
-@pytest.fixture(scope="module")
-def setup() -> DockerSetup:
-    found = docker_setup()
-    if found.reason:
-        pytest.skip(f"docker tests need a daemon and an image: {found.reason}")
-    return found
-
-
-@pytest.fixture(scope="module")
-def api(setup: DockerSetup) -> Iterator[Any]:
-    from hermes_sandbox.backends.docker import DockerDaemon
-
-    daemon = DockerDaemon.open()
-    yield daemon.api
-    daemon.close()
-
-
-@pytest.fixture(autouse=True)
-def no_leaks(request: pytest.FixtureRequest) -> Iterator[None]:
-    yield
-    if "setup" not in request.fixturenames:
-        return
-    from hermes_sandbox.backends.docker import RUN_ID, list_containers, remove_containers
-
-    left = list_containers(run_id=RUN_ID)
-    if left:
-        remove_containers(run_id=RUN_ID)
-        pytest.fail(f"containers left behind: {left}")
+#: No test here leaves a container of this process behind (``setup``, ``api`` and the
+#: check: tests/sandbox/conftest.py).
+pytestmark = pytest.mark.usefixtures("no_container_leaks")
 
 
 @pytest.fixture(scope="module")

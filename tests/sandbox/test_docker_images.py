@@ -10,13 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import json
-import threading
 import urllib.request
 import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +22,12 @@ import pytest
 from hermes_sandbox import create_sandbox, default_backends
 from hermes_sandbox._lifecycle import RUN_ID, ImageSource, ImageUnavailableError
 from hermes_sandbox.backends.docker import (
-    DockerDaemon,
     ImageBuildError,
     build_dockerfile_image,
     list_containers,
 )
-from tests.sandbox.providers.docker import DockerSetup, docker_setup
+from tests.sandbox.providers.docker import DockerSetup
+from tests.sandbox.support import http_server, images_removed_after
 
 #: The registries ``.ci/services/registry.sh`` starts (and its throwaway user).
 OPEN_REGISTRY = "127.0.0.1:5055"
@@ -40,29 +37,11 @@ REGISTRY_PASSWORD = "hermes-registry-test"
 NO_REGISTRY = "127.0.0.1:5059"  # nothing listens there
 
 
-@pytest.fixture(scope="module")
-def setup() -> DockerSetup:
-    found = docker_setup()
-    if found.reason:
-        pytest.skip(f"docker tests need a daemon and an image: {found.reason}")
-    return found
-
-
-@pytest.fixture
-def api(setup: DockerSetup) -> Iterator[Any]:
-    daemon = DockerDaemon.open()
-    yield daemon.api
-    daemon.close()
-
-
 @pytest.fixture
 def images(api: Any) -> Iterator[list[str]]:
     """Tags a test makes; removed afterwards."""
-    made: list[str] = []
-    yield made
-    for tag in reversed(made):
-        with contextlib.suppress(Exception):
-            api.remove_image(tag, force=True)
+    with images_removed_after(api) as made:
+        yield made
 
 
 def _registry_answers(host: str) -> bool:
@@ -246,36 +225,11 @@ async def test_copy_from_an_image_on_the_daemon_builds(
         assert (await sb.exec("test -x /copied-bash && echo yes")).output == "yes\n"
 
 
-@contextlib.contextmanager
-def _http_server(body: bytes) -> Iterator[int]:
-    """An HTTP server on 127.0.0.1 answering every GET with ``body``; its port."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server.server_address[1]
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
-
-
 async def test_a_build_on_the_host_network_fetches_from_a_server_on_loopback(
     setup: DockerSetup, tmp_path: Path, images: list[str]
 ) -> None:
     payload = f"package-{uuid.uuid4().hex}".encode()
-    with _http_server(payload) as port:
+    with http_server(payload) as port:
         (tmp_path / "Dockerfile").write_text(
             f"FROM {setup.small_image}\nRUN wget -q -O /fetched http://127.0.0.1:{port}/pkg\n"
         )

@@ -15,15 +15,7 @@ import pytest
 
 from hermes_sandbox import Sandbox, create_sandbox
 from hermes_sandbox.backends.docker._archive import FOLDER_MODE, prefixed_tar
-from tests.sandbox.providers.docker import DockerSetup, docker_setup
-
-
-@pytest.fixture(scope="session")
-def setup() -> DockerSetup:
-    found = docker_setup()
-    if found is None:
-        pytest.skip("no docker daemon with the test image")
-    return found
+from tests.sandbox.providers.docker import DockerSetup
 
 
 @asynccontextmanager

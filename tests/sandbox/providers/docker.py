@@ -26,6 +26,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
+
 from hermes_sandbox import Sandbox, create_sandbox
 
 NAME = "docker"
@@ -155,6 +157,14 @@ def docker_setup() -> DockerSetup:
             started_daemon=started,
         )
     return DockerSetup(image=image, small_image=small or image, started_daemon=started)
+
+
+def docker_or_skip() -> DockerSetup:
+    """:func:`docker_setup`, or the calling test (or fixture) skipped, saying why."""
+    found = docker_setup()
+    if found.reason:
+        pytest.skip(f"docker tests need a daemon and an image: {found.reason}")
+    return found
 
 
 def unavailable() -> str | None:

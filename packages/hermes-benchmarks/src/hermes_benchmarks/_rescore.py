@@ -206,6 +206,7 @@ async def rescore_run(
             base_url=base_url,
             backend=settings.backend,
             options=settings.sandbox_options,
+            option=None,  # the rescore folder is the run's: no setting chooses another
         )
     except ResultsFileError as error:
         if resume:

@@ -155,8 +155,9 @@ async def _check_before_running(
     suite: Suite, command: str, config: BenchConfig, openai: OpenAISection, tasks: Sequence[Task]
 ) -> None:
     """Before the first trial: the settings themselves (image map, leaderboard mode), then
-    the output folder is writable, the backend accepts every task's CPUs and memory, and
-    the hermes agent's endpoint lists its model.
+    the backend accepts every task's CPUs and memory, and the hermes agent's endpoint
+    lists its model. That the output folder is writable is checked once, when the run
+    opens it (:func:`hermes_benchmarks.run.open_results`), also before any trial.
 
     Raises:
         ImageMapError: an ``image_map`` entry is not ``FROM=TO``.
@@ -166,12 +167,11 @@ async def _check_before_running(
     """
     from hermes_benchmarks._errors import SettingsError
     from hermes_benchmarks._evaluation import leaderboard_notes, trial_settings
-    from hermes_envs import check_limits, check_model_endpoint, check_writable
+    from hermes_envs import check_limits, check_model_endpoint
 
     trial_settings(config)
     leaderboard_notes(suite, config)
 
-    await asyncio.to_thread(check_writable, config.output_dir, "--env.output_dir")
     with_services = [t.name for t in tasks if t.compose is not None]
     if with_services and config.terminal_backend != "docker":
         raise SettingsError(

@@ -35,7 +35,7 @@ from hermes_benchmarks._results import FolderLock, ResultsLog, ResultT, TrialRes
 from hermes_benchmarks._summary import RunSummary, summarize
 from hermes_benchmarks._task import Task
 from hermes_benchmarks._trial import TrialSettings, run_trial
-from hermes_envs import write_whole
+from hermes_envs import EnvSetupError, check_writable, write_whole
 from hermes_sandbox import RUN_ID, default_backends
 
 __all__ = [
@@ -57,6 +57,9 @@ RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "summary.json"
 #: One sandbox run id per line: every process that ran trials into this output folder.
 RUNS_FILE = "runs.txt"
+#: The setting that chooses a run's output folder (``--env.output_dir`` of hermes-bench
+#: and of the suite environments), named when the folder cannot be written.
+_OUTPUT_OPTION = "--env.output_dir"
 #: What a benchmark run asked for (its trials per task and its tasks), for resuming.
 PLAN_FILE = "run.json"
 
@@ -152,13 +155,12 @@ def _open_results(
     resume: bool,
     backend: str,
     options: Mapping[str, Any] | None,
+    option: str | None,
 ) -> ResultsLog[ResultT]:
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise OutputFolderError(
-            f"output folder {folder} cannot be made ({error.strerror}): choose another output_dir"
-        ) from None
+        check_writable(folder, option)
+    except EnvSetupError as error:
+        raise OutputFolderError(str(error)) from None
     lock = FolderLock.acquire(folder)
     try:
         log = ResultsLog.open(folder / RESULTS_FILE, resume=resume, model=model)
@@ -186,9 +188,14 @@ async def open_results(
     base_url: str | None = None,
     backend: str = "docker",
     options: Mapping[str, Any] | None = None,
+    option: str | None = _OUTPUT_OPTION,
 ) -> ResultsLog[ResultT]:
     """Open ``folder/results.jsonl`` for a run, holding the folder's lock, and note this
     process in ``runs.txt``.
+
+    First the folder is made and a file written in it (:func:`hermes_envs.check_writable`:
+    the one check that the output folder is writable, before any trial; its one-line
+    error names ``option``, the setting that chooses another folder, if any).
 
     Only one run writes into a folder at a time: the lock (``flock`` on
     ``.hermes-bench.lock``) is held until the log is closed (:func:`run_jobs` closes it)
@@ -204,7 +211,7 @@ async def open_results(
             than the last is not a ``model``, or a trial has two lines.
     """
     chosen = {**(options or {}), **({"base_url": base_url} if base_url else {})}
-    return await asyncio.to_thread(_open_results, folder, model, resume, backend, chosen)
+    return await asyncio.to_thread(_open_results, folder, model, resume, backend, chosen, option)
 
 
 def check_plan(folder: Path, plan: Mapping[str, Any], *, resume: bool) -> None:

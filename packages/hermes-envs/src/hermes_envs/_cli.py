@@ -24,8 +24,6 @@ from atroposlib.envs.server_handling.server_baseline import APIServerConfig, Ser
 from pydantic import ValidationError
 
 from hermes_envs._config_layers import (
-    OPENAI_ALIASES,
-    check_value,
     flag_section,
     one_line,
     parse_flags,
@@ -45,10 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COMMANDS",
-    "OPENAI_ALIASES",
     "ResolvedConfig",
-    "check_value",
-    "parse_flags",
     "resolve_config",
     "run_cli",
     "run_command",

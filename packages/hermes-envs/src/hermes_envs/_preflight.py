@@ -224,11 +224,13 @@ def check_hub(
         ) from None
 
 
-def check_writable(folder: str | os.PathLike[str], option: str) -> None:
+def check_writable(folder: str | os.PathLike[str], option: str | None) -> None:
     """Make ``folder`` (and its parents) and write and remove a file in it (blocking).
 
     Raises:
-        EnvSetupError: it cannot be made or written (one line naming ``option``).
+        EnvSetupError: it cannot be made or written (one line: "output folder X cannot
+            be written (why): make it writable or pass ``option`` another folder"; only
+            "make it writable" where ``option`` is None, a folder no option chooses).
     """
     where = Path(folder)
     try:
@@ -236,9 +238,10 @@ def check_writable(folder: str | os.PathLike[str], option: str) -> None:
         with tempfile.NamedTemporaryFile(dir=where, prefix=".write-check-"):
             pass
     except OSError as exc:
+        instead = f" or pass {option} another folder" if option else ""
         raise EnvSetupError(
             f"output folder {where} cannot be written ({exc.strerror or exc}): make it "
-            f"writable or pass {option} another folder"
+            f"writable{instead}"
         ) from None
 
 

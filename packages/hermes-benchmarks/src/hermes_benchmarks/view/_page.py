@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Final
 
 from hermes_benchmarks.view._records import RunData
-from hermes_envs.view import fill_template, write_page_text
+from hermes_envs.view import fill_template, page_template, write_page_text
 
 __all__ = ["PAGE_NAME", "render_page", "write_page"]
 
@@ -20,11 +20,12 @@ def render_page(data: RunData) -> str:
 
     The data travel inside the page as JSON in a ``<script type="application/json">``
     block, with every ``<`` written as ``\\u003c`` so no text of a trial can end the
-    block (:func:`hermes_envs.view.fill_template`); the page works from a
-    ``file://`` URL and when served.
+    block (:func:`hermes_envs.view.fill_template`); ``viewer.html`` holds what this
+    page adds to the page both viewers share (:func:`hermes_envs.view.page_template`).
+    The page works from a ``file://`` URL and when served.
     """
-    template = resources.files("hermes_benchmarks.view").joinpath("viewer.html").read_text("utf-8")
-    return fill_template(template, data, str(data.get("run", "run")))
+    page = resources.files("hermes_benchmarks.view").joinpath("viewer.html").read_text("utf-8")
+    return fill_template(page_template(page, "hermes-bench"), data, str(data.get("run", "run")))
 
 
 def write_page(data: RunData, target: Path) -> Path:

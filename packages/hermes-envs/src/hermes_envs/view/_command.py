@@ -10,7 +10,7 @@ from importlib import resources
 from pathlib import Path
 
 from hermes_envs.view._load import ViewData, find_output, load_output
-from hermes_envs.view._page import fill_template, write_page_text
+from hermes_envs.view._page import fill_template, page_template, write_page_text
 from hermes_envs.view._serve import RunServer
 
 __all__ = ["VIEW_USAGE", "ViewArgs", "parse_view_args", "publish", "render_page", "view_main"]
@@ -105,8 +105,8 @@ def publish(page: str, target: Path, *, serve: bool, folder: Path, port: int) ->
 def render_page(data: ViewData) -> str:
     """The HTML page showing ``data`` (from :func:`~hermes_envs.view._load.load_output`):
     self-contained, nothing fetched (``hermes_envs.view._page.fill_template``)."""
-    template = resources.files("hermes_envs.view").joinpath("rollouts.html").read_text("utf-8")
-    return fill_template(template, data, str(data.get("run", "run")))
+    page = resources.files("hermes_envs.view").joinpath("rollouts.html").read_text("utf-8")
+    return fill_template(page_template(page, "hermes-envs"), data, str(data.get("run", "run")))
 
 
 def view_main(args: Sequence[str]) -> int:

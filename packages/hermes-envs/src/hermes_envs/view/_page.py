@@ -12,9 +12,35 @@ from typing import Any, Final
 
 from hermes_envs._files import write_whole
 
-__all__ = ["fill_template", "write_page_text"]
+__all__ = ["fill_template", "page_template", "write_page_text"]
 
 _PLACEHOLDER: Final = re.compile(r"__TITLE__|__DATA__|/\*__COMMON_CSS__\*/|//__COMMON_JS__")
+#: A block's first line, in the shared ``page.html`` (where the block goes) and in a page
+#: (where it starts).
+_BLOCK: Final = re.compile(r"^<!--block:(\w+)-->\n", re.MULTILINE)
+
+
+def page_template(page: str, tool: str) -> str:
+    """The whole template of a viewer page: the page both viewers share (``page.html`` of
+    this package: head, header, summary cards and notes, the sections of the table of rows
+    and of the one row shown, the data block, the shared style and script) with ``page``'s
+    blocks in and ``tool`` (the command's name) in its title; for :func:`fill_template`.
+
+    ``page`` is made of blocks, each starting on a line ``<!--block:NAME-->`` (what comes
+    before the first is a comment, left out): ``style`` (the page's own CSS), ``summary``
+    (what the summary section shows below the cards and notes) and ``script`` (the page's
+    program, run after the shared one, with the data as ``RUN``).
+
+    Raises:
+        ValueError: ``page`` lacks a block the shared page has, or has one it has not.
+    """
+    parts = _BLOCK.split(page)[1:]
+    blocks = dict(zip(parts[::2], parts[1::2], strict=True))
+    shell = resources.files("hermes_envs.view").joinpath("page.html").read_text("utf-8")
+    slots = sorted(_BLOCK.findall(shell))
+    if sorted(blocks) != slots:
+        raise ValueError(f"a viewer page has the blocks {sorted(blocks)}; page.html takes {slots}")
+    return _BLOCK.sub(lambda found: blocks[found.group(1)], shell.replace("__TOOL__", tool))
 
 
 def fill_template(template: str, data: Any, title: str) -> str:
