@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from hermes_sandbox import SandboxStartError, create_sandbox
-from tests.sandbox.providers.docker import DockerSetup, docker_setup
+from tests.sandbox.providers.docker import DockerSetup
 
 #: A TCP server on port 5000 answering every connection with ``pong`` and the value of
 #: $GREETING (perl: in the Debian image; no network needed).
@@ -23,40 +23,17 @@ SERVER = (
 PROBE = ("CMD", "bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/5000")
 
 
-@pytest.fixture(scope="module")
-def setup() -> DockerSetup:
-    found = docker_setup()
-    if found.reason:
-        pytest.skip(f"docker tests need a daemon and an image: {found.reason}")
-    return found
-
-
-@pytest.fixture
-def api(setup: DockerSetup) -> Iterator[Any]:
-    from hermes_sandbox.backends.docker import DockerDaemon
-
-    daemon = DockerDaemon.open()
-    yield daemon.api
-    daemon.close()
-
-
 @pytest.fixture(autouse=True)
-def no_leaks(api: Any) -> Iterator[None]:
-    """Every test leaves no container and no services network of this process."""
-    from hermes_sandbox.backends.docker import (
-        RUN_ID,
-        list_containers,
-        remove_containers,
-        remove_networks,
-    )
+def no_leaks(api: Any, no_container_leaks: None) -> Iterator[None]:
+    """Every test leaves no container (``no_container_leaks``) and no services network
+    of this process."""
+    from hermes_sandbox.backends.docker import RUN_ID, remove_networks
 
     yield
-    left = list_containers(run_id=RUN_ID)
     networks = [n["Name"] for n in api.networks() if n["Name"].startswith("hermes-services-")]
-    if left or networks:
-        remove_containers(run_id=RUN_ID)
+    if networks:
         remove_networks(run_id=RUN_ID)
-        pytest.fail(f"left behind: containers {left}, networks {networks}")
+        pytest.fail(f"networks left behind: {networks}")
 
 
 def server(setup: DockerSetup, **options: Any) -> Any:
