@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import io
 import logging
 import posixpath
-import re
-import tarfile
 import time
 import uuid
 from abc import ABC, abstractmethod
@@ -18,6 +15,8 @@ from types import TracebackType
 from typing import Any, ClassVar, Self
 
 from hermes_sandbox._errors import SandboxClosedError, SandboxError
+from hermes_sandbox._exec_overrides import call_prefix, check_overrides
+from hermes_sandbox._host_archive import tar_directory, untar_into, write_host_file
 from hermes_sandbox._lifecycle import ImageSource, ImageUnavailableError, PreparedImage
 from hermes_sandbox._options import SandboxOptions
 from hermes_sandbox._result import ExecResult
@@ -27,8 +26,6 @@ from hermes_sandbox._teardown import finish, run_detached
 __all__ = ["Sandbox"]
 
 _log = logging.getLogger(__name__)
-
-_SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class Sandbox(ABC):
@@ -256,9 +253,16 @@ class Sandbox(ABC):
                 ``session=True``, a variable name that is not a shell name, or ``user``
                 on a backend that cannot switch users.
         """
-        _check_overrides(self, env, workdir, user, session=session)
+        check_overrides(
+            env,
+            workdir,
+            user,
+            session=session,
+            supports_user=self.supports_user,
+            backend=self.backend or type(self).__name__,
+        )
         await self._ready()
-        overrides = _call_prefix(self, env, workdir)
+        overrides = call_prefix(env, None if workdir is None else self.resolve(workdir))
         limit = self.options.terminal_timeout if timeout is None else timeout
         if limit <= 0:
             raise ValueError(f"timeout must be positive, got {limit!r}")
@@ -339,7 +343,7 @@ class Sandbox(ABC):
         """Copy a sandbox file to the host (parent directories are created)."""
         data = await self.read_file(remote)
         target = Path(local)
-        await asyncio.to_thread(_write_host_file, target, data)
+        await asyncio.to_thread(write_host_file, target, data)
 
     async def upload_dir(self, local: str | Path, remote: str) -> None:
         """Copy a host directory tree into ``remote`` in the sandbox.
@@ -351,7 +355,7 @@ class Sandbox(ABC):
         if not await asyncio.to_thread(source.is_dir):
             raise NotADirectoryError(f"{source} is not a directory")
         await self._ready()
-        archive = await asyncio.to_thread(_tar_directory, source)
+        archive = await asyncio.to_thread(tar_directory, source)
         await self._put_archive(self.resolve(remote), archive)
 
     async def download_dir(self, remote: str, local: str | Path) -> None:
@@ -362,7 +366,7 @@ class Sandbox(ABC):
         """
         await self._ready()
         archive = await self._get_archive(self.resolve(remote))
-        await asyncio.to_thread(_untar_into, archive, Path(local))
+        await asyncio.to_thread(untar_into, archive, Path(local))
 
     # backend hooks ------------------------------------------------------------------
     @abstractmethod
@@ -449,70 +453,7 @@ class Sandbox(ABC):
             await self._run(f"rm -f {quoted_tar}", timeout=self.options.terminal_timeout)
 
 
-def _check_overrides(
-    sandbox: Sandbox,
-    env: Mapping[str, str] | None,
-    workdir: str | None,
-    user: str | None,
-    *,
-    session: bool,
-) -> None:
-    """Check ``exec``'s per-call overrides before anything runs.
-
-    Raises:
-        ValueError: for an override with ``session=True``, a bad variable name, or a
-            ``user`` the backend cannot take.
-    """
-    if session and (env is not None or workdir is not None or user is not None):
-        raise ValueError(
-            "exec(env=/workdir=/user=) applies to a command outside the session: pass "
-            "session=False (in the session, put cd/export in the command itself)"
-        )
-    if user is not None and not sandbox.supports_user:
-        raise ValueError(
-            f"{sandbox.backend or type(sandbox).__name__}: exec(user={user!r}) is not "
-            "supported by this backend (commands run as its one user); leave user unset"
-        )
-    for name in env or {}:
-        if not _SHELL_NAME.fullmatch(str(name)):
-            raise ValueError(f"exec(env=...): {name!r} is not an environment variable name")
-
-
-def _call_prefix(sandbox: Sandbox, env: Mapping[str, str] | None, workdir: str | None) -> str:
-    """The lines put before a command to apply ``exec``'s per-call ``env`` and ``workdir``
-    (already checked by ``_check_overrides``)."""
-    lines = []
-    for name, value in (env or {}).items():
-        lines.append(f"export {name}={_q(str(value))}\n")
-    if workdir is not None:
-        start = _q(sandbox.resolve(workdir))
-        lines.append(
-            f"cd -- {start} 2>/dev/null || {{ mkdir -p -- {start} && cd -- {start}; }}"
-            f" || {{ echo 'sandbox: cannot enter the working directory '{start} >&2; exit 1; }}\n"
-        )
-    return "".join(lines)
-
-
 def _q(path: str) -> str:
     import shlex
 
     return shlex.quote(path)
-
-
-def _write_host_file(target: Path, data: bytes) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(data)
-
-
-def _tar_directory(source: Path) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as archive:
-        for child in sorted(source.iterdir()):
-            archive.add(child, arcname=child.name)
-    return buffer.getvalue()
-
-
-def _untar_into(data: bytes, target: Path) -> None:
-    target.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r") as archive:
-        archive.extractall(target, filter="data")

@@ -41,13 +41,11 @@ infrastructure failure rather than scored 0.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import itertools
-import weakref
 from collections.abc import Coroutine, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol, Self, TypeVar
+from typing import Any, Self, TypeVar
 
 from hermes_sandbox._base import Sandbox
 from hermes_sandbox._blocking import BlockingBridge, blocking
@@ -55,54 +53,21 @@ from hermes_sandbox._errors import (
     BrowserPageError,
     BrowserUnavailableError,
     SandboxClosedError,
-    SandboxError,
     ToolContextError,
 )
 from hermes_sandbox._pool import SandboxPool, current_sandbox_pool
 from hermes_sandbox._teardown import finish
+from hermes_sandbox._tool_call import CallableTool, OwnSandbox, call_handler, error_text
 from hermes_sandbox.tools import sandbox_tools
 from hermes_sandbox.tools._browser import ChromiumBrowser
-from hermes_sandbox.tools._files import read_lines, resolve_path, search_files
+from hermes_sandbox.tools._files import read_lines, resolve_path
+from hermes_sandbox.tools._search import search_files
 from hermes_sandbox.tools._spec import Invocation
 from hermes_sandbox.tools.web import DirectWebProvider, WebProvider, extract_web, search_web
 
 __all__ = ["CallableTool", "ToolContext"]
 
 T = TypeVar("T")
-
-
-class CallableTool(Protocol):
-    """Any tool ``call_tool`` can run: a name and ``handler(arguments, invocation)``
-    (sync or async), e.g. a ``SandboxTool`` or an agent loop's tool."""
-
-    @property
-    def name(self) -> str:
-        """The tool's name."""
-        ...
-
-    @property
-    def handler(self) -> Any:
-        """``handler(arguments, invocation)``."""
-        ...
-
-
-class _OwnSandbox:
-    """The ``SandboxSource`` ``call_tool`` gives the tools: the context's own sandbox."""
-
-    def __init__(self, context: ToolContext) -> None:
-        self._context = weakref.ref(context)
-
-    async def get(self, task_id: str) -> Sandbox:
-        context = self._context()
-        if context is None:
-            raise ToolContextError(
-                "the ToolContext these tools belong to is gone", kind="cleaned_up"
-            )
-        return await context.get_sandbox()
-
-
-def _error(exc: BaseException) -> str:
-    return str(exc) or type(exc).__name__
 
 
 class ToolContext:
@@ -239,7 +204,7 @@ class ToolContext:
         try:
             data = await sandbox.read_file(target)
         except OSError as exc:
-            return {"content": None, "path": target, "error": _error(exc)}
+            return {"content": None, "path": target, "error": error_text(exc)}
         return {
             "content": data.decode("utf-8", errors="replace"),
             "path": target,
@@ -259,7 +224,7 @@ class ToolContext:
         try:
             return await read_lines(sandbox, path, offset=offset, limit=limit)
         except (OSError, ValueError) as exc:
-            return {"content": None, "path": resolve_path(sandbox, path), "error": _error(exc)}
+            return {"content": None, "path": resolve_path(sandbox, path), "error": error_text(exc)}
 
     read_lines = blocking(aread_lines)
 
@@ -275,7 +240,7 @@ class ToolContext:
         try:
             await sandbox.write_file(target, data)
         except OSError as exc:
-            return {"path": target, "error": _error(exc)}
+            return {"path": target, "error": error_text(exc)}
         return {"path": target, "bytes_written": len(data)}
 
     write_file = blocking(awrite_file)
@@ -309,7 +274,7 @@ class ToolContext:
                 max_results=max_results,
             )
         except (OSError, ValueError) as exc:
-            return {"matches": [], "count": 0, "error": _error(exc)}
+            return {"matches": [], "count": 0, "error": error_text(exc)}
         return {
             "matches": [m.to_dict() for m in found.matches],
             "count": len(found.matches),
@@ -326,7 +291,7 @@ class ToolContext:
         try:
             await getattr(sandbox, action)(source, target)
         except OSError as exc:
-            return {"ok": False, "error": _error(exc)}
+            return {"ok": False, "error": error_text(exc)}
         return {"ok": True}
 
     async def aupload_file(self, local: str | Path, remote: str) -> dict[str, Any]:
@@ -409,7 +374,7 @@ class ToolContext:
         try:
             return await browser.navigate(self.task_id, url)
         except (ValueError, BrowserPageError) as exc:
-            return {"url": url, "error": _error(exc)}
+            return {"url": url, "error": error_text(exc)}
 
     browser_navigate = blocking(abrowser_navigate)
 
@@ -425,7 +390,7 @@ class ToolContext:
         try:
             return await browser.snapshot(self.task_id)
         except BrowserPageError as exc:
-            return {"error": _error(exc)}
+            return {"error": error_text(exc)}
 
     browser_snapshot = blocking(abrowser_snapshot)
 
@@ -434,7 +399,7 @@ class ToolContext:
         if self._tools is None:
             table: dict[str, CallableTool] = {
                 tool.name: tool
-                for tool in sandbox_tools(_OwnSandbox(self), web=self.web, browser=self.browser)
+                for tool in sandbox_tools(OwnSandbox(self), web=self.web, browser=self.browser)
             }
             table.update({tool.name: tool for tool in self._extra_tools})
             self._tools = table
@@ -456,29 +421,7 @@ class ToolContext:
         if tool is None:
             raise KeyError(f"unknown tool {name!r}; known tools: {', '.join(sorted(table))}")
         invocation = Invocation(self.task_id, call_id=f"tool-context-{next(self._calls)}")
-        handler = tool.handler
-        try:
-            if inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
-                getattr(handler, "__call__", None)  # noqa: B004 - async callable objects
-            ):
-                value = await handler(dict(args or {}), invocation)
-            else:
-                value = await asyncio.to_thread(handler, dict(args or {}), invocation)
-                if inspect.isawaitable(value):
-                    value = await value
-        except BrowserPageError as exc:  # the page's problem, reported like any tool refusal
-            return {"error": f"{type(exc).__name__}: {_error(exc)}"}
-        except ToolContextError as exc:
-            if exc.kind != "reentrant":
-                raise
-            # The tool called a blocking method of this context: a bug of that tool,
-            # reported as its answer (as any other exception of a tool is).
-            return {"error": f"{type(exc).__name__}: {_error(exc)}"}
-        except SandboxError:  # infrastructure: a dead sandbox, no provider, no browser
-            raise
-        except Exception as exc:
-            return {"error": f"{type(exc).__name__}: {_error(exc)}"}
-        return value
+        return await call_handler(tool.handler, args, invocation)
 
     call_tool = blocking(acall_tool)
 

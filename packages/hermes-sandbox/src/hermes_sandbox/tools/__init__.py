@@ -20,15 +20,9 @@ from hermes_sandbox.tools._browser import (
     browser_tools,
     browser_unavailable,
 )
-from hermes_sandbox.tools._files import (
-    SearchMatch,
-    SearchResult,
-    file_tools,
-    patch_file,
-    read_lines,
-    search_files,
-    write_text,
-)
+from hermes_sandbox.tools._file_tools import file_tools
+from hermes_sandbox.tools._files import patch_file, read_lines, write_text
+from hermes_sandbox.tools._search import SearchMatch, SearchResult, search_files
 from hermes_sandbox.tools._spec import (
     Invocation,
     InvocationLike,

@@ -1,4 +1,6 @@
-"""The ``file`` toolset: ``read_file``, ``write_file``, ``search_files`` and ``patch``.
+"""What the ``file`` toolset does in a sandbox: read numbered lines (``read_lines``),
+write a file (``write_text``) and replace exact text (``patch_file``); searching is
+``_search.py`` (``search_files``), the tools themselves ``_file_tools.py``.
 
 Relative paths are taken from the sandbox's working directory (``Sandbox.workdir``), not
 from wherever the terminal ``cd``-ed to. ``read_file`` and ``search_files`` run small
@@ -11,36 +13,27 @@ from __future__ import annotations
 
 import difflib
 import posixpath
-import re
 import shlex
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from hermes_sandbox._base import Sandbox
 from hermes_sandbox._errors import SandboxError
 from hermes_sandbox._processes import DEFAULT_PATH
-from hermes_sandbox.tools._spec import InvocationLike, SandboxSource, SandboxTool
 
 __all__ = [
     "DEFAULT_READ_LIMIT",
-    "DEFAULT_SEARCH_RESULTS",
-    "SearchMatch",
-    "SearchResult",
-    "file_tools",
+    "NOT_FOUND",
+    "PREAMBLE",
     "patch_file",
+    "read_cap",
     "read_lines",
     "resolve_path",
-    "search_files",
     "write_text",
 ]
 
 DEFAULT_READ_LIMIT = 500
-DEFAULT_SEARCH_RESULTS = 100
-MAX_SEARCH_RESULTS = 1000
 #: Characters of one line ``read_file`` shows before cutting it.
 MAX_LINE_CHARS = 2000
-#: Characters of a search match line kept (including ``path:line:``).
-MAX_MATCH_CHARS = 500
 #: Most characters one ``read_file`` answer carries (less if the sandbox's output limit is
 #: smaller).
 MAX_READ_CHARS = 50_000
@@ -49,9 +42,9 @@ _MAX_DIFF_CHARS = 6000
 # The helper scripts run in a subshell so nothing they set leaks into the session, and
 # put the standard directories first on PATH so a session that broke its PATH can still
 # read files.
-_PREAMBLE = f'PATH="{DEFAULT_PATH}:$PATH"\n'
+PREAMBLE = f'PATH="{DEFAULT_PATH}:$PATH"\n'
 
-_NOT_FOUND, _IS_DIR, _NO_ACCESS, _BINARY = 102, 103, 104, 106
+NOT_FOUND, _IS_DIR, _NO_ACCESS, _BINARY = 102, 103, 104, 106
 
 _READ_SCRIPT = """(
 {preamble}export LC_ALL=C
@@ -89,7 +82,7 @@ def resolve_path(sandbox: Sandbox, path: str) -> str:
 
 
 def _error_for_exit(code: int, path: str, output: str, what: str) -> Exception:
-    if code == _NOT_FOUND:
+    if code == NOT_FOUND:
         return FileNotFoundError(f"no such file or directory: {path}")
     if code == _IS_DIR:
         return IsADirectoryError(
@@ -101,7 +94,8 @@ def _error_for_exit(code: int, path: str, output: str, what: str) -> Exception:
     return SandboxError(f"{what} {path} failed in the sandbox (exit code {code}): {detail}")
 
 
-def _read_cap(sandbox: Sandbox) -> int:
+def read_cap(sandbox: Sandbox) -> int:
+    """Most characters one answer read from ``sandbox`` carries."""
     # Leave room under the sandbox's output limit for the header and the line tags.
     return max(200, min(MAX_READ_CHARS, sandbox.options.max_output_chars * 3 // 4))
 
@@ -126,15 +120,15 @@ async def read_lines(
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ValueError(f"'limit' must be a number of lines >= 1, got {limit!r}")
     target = resolve_path(sandbox, path)
-    cap = _read_cap(sandbox)
+    cap = read_cap(sandbox)
     script = _READ_SCRIPT.format(
-        preamble=_PREAMBLE,
+        preamble=PREAMBLE,
         path=shlex.quote(target),
         start=offset,
         end=offset + limit - 1,
         width=min(MAX_LINE_CHARS, cap),
         cap=cap,
-        not_found=_NOT_FOUND,
+        not_found=NOT_FOUND,
         is_dir=_IS_DIR,
         no_access=_NO_ACCESS,
         binary=_BINARY,
@@ -215,138 +209,6 @@ async def write_text(sandbox: Sandbox, path: str, content: str | bytes) -> dict[
     return {"path": target, "bytes_written": len(data)}
 
 
-@dataclass(frozen=True, slots=True)
-class SearchMatch:
-    """One matching line."""
-
-    path: str
-    line: int
-    text: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{"path", "line", "text"}``."""
-        return {"path": self.path, "line": self.line, "text": self.text}
-
-
-@dataclass(frozen=True, slots=True)
-class SearchResult:
-    """Matches of a search (at most the requested number), and whether there were more."""
-
-    matches: list[SearchMatch] = field(default_factory=list)
-    truncated: bool = False
-    engine: str = ""
-    warnings: list[str] = field(default_factory=list)
-
-    def to_text(self) -> str:
-        """``path:line:text`` lines, as grep prints them."""
-        return "\n".join(f"{m.path}:{m.line}:{m.text}" for m in self.matches)
-
-
-_MATCH_LINE = re.compile(r"^(.+?):(\d+):(.*)$", re.DOTALL)
-
-
-async def search_files(
-    sandbox: Sandbox,
-    pattern: str,
-    path: str = ".",
-    *,
-    file_glob: str | None = None,
-    ignore_case: bool = False,
-    fixed_strings: bool = False,
-    max_results: int = DEFAULT_SEARCH_RESULTS,
-    engine: Literal["auto", "rg", "grep"] = "auto",
-) -> SearchResult:
-    """Lines matching ``pattern`` in the files under ``path``.
-
-    Uses ripgrep when the sandbox has ``rg`` (it skips hidden and git-ignored files, and
-    the pattern is a Rust regex), else ``grep -rnIE`` (POSIX extended regex; skips binary
-    files and ``.git``). ``engine`` forces one of them.
-
-    Raises:
-        ValueError: for an empty pattern, a bad ``max_results``, an invalid regex, or
-            ``engine="rg"`` when the sandbox has no ripgrep.
-        FileNotFoundError: if ``path`` does not exist.
-        SandboxError: if the sandbox could not run the search.
-    """
-    if not isinstance(pattern, str) or not pattern:
-        raise ValueError("'pattern' must be a non-empty string")
-    if (
-        isinstance(max_results, bool)
-        or not isinstance(max_results, int)
-        or not 1 <= max_results <= MAX_SEARCH_RESULTS
-    ):
-        raise ValueError(f"'max_results' must be 1-{MAX_SEARCH_RESULTS}, got {max_results!r}")
-    if engine not in ("auto", "rg", "grep"):
-        raise ValueError(f"engine must be 'auto', 'rg' or 'grep', got {engine!r}")
-    target = resolve_path(sandbox, path)
-    cap = _read_cap(sandbox)  # bytes of matches, safely under the sandbox's output limit
-    q = shlex.quote
-    rg = ["rg", "--line-number", "--no-heading", "--with-filename", "--color=never"]
-    grep = ["grep", "-r", "-n", "-H", "-I", "--exclude-dir=.git"]
-    if ignore_case:
-        rg.append("--ignore-case")
-        grep.append("-i")
-    if fixed_strings:
-        rg.append("--fixed-strings")
-        grep.append("-F")
-    else:
-        grep.append("-E")
-    if file_glob:
-        rg.append(f"--glob={q(file_glob)}")
-        grep.append(f"--include={q(file_glob)}")
-    rg.append(f'--regexp={q(pattern)} -- "$p"')
-    grep.append(f'--regexp={q(pattern)} -- "$p"')
-    if engine == "rg":
-        choose = "if command -v rg >/dev/null 2>&1; then echo rg >&3; {rg}; else exit 107; fi"
-    elif engine == "grep":
-        choose = "echo grep >&3; {grep}"
-    else:
-        choose = (
-            "if command -v rg >/dev/null 2>&1; then echo rg >&3; {rg}; "
-            "else echo grep >&3; {grep}; fi"
-        )
-    script = (
-        f"(\n{_PREAMBLE}p={q(target)}\n"
-        f'[ -e "$p" ] || exit {_NOT_FOUND}\n'
-        "exec 3>&1\n"
-        "{ " + choose.format(rg=" ".join(rg), grep=" ".join(grep)) + "; } 2>&1 "
-        f"| cut -c1-{MAX_MATCH_CHARS} | head -n {max_results + 1} | head -c {cap}\n"
-        "exit ${PIPESTATUS[0]}\n)"
-    )
-    result = await sandbox.exec(script)
-    if result.exit_code == _NOT_FOUND:
-        raise FileNotFoundError(f"no such file or directory: {target}")
-    if result.exit_code == 107:
-        raise ValueError("ripgrep (rg) is not installed in the sandbox; use engine='grep'")
-    lines = result.output.split("\n")
-    used = ""
-    if lines and lines[0] in ("rg", "grep"):
-        used = lines.pop(0)
-    cut_short = len("\n".join(lines).encode()) >= cap
-    if cut_short:  # the byte cap ended the list, maybe inside a line
-        lines.pop()
-    matches: list[SearchMatch] = []
-    other: list[str] = []
-    for line in lines:
-        if not line:
-            continue
-        found = _MATCH_LINE.match(line)
-        if found:
-            matches.append(SearchMatch(found[1], int(found[2]), found[3]))
-        else:
-            other.append(line)
-    # rg/grep exit 1 for "no match"; 2 for errors (141 when head closed the pipe early).
-    truncated = len(matches) > max_results or cut_short
-    if result.exit_code not in (0, 1, 141) and not matches:
-        detail = "\n".join(other).strip()[:1000] or result.output.strip()[:1000]
-        if result.exit_code == 2:
-            raise ValueError(f"search failed: {detail or 'invalid pattern or unreadable path'}")
-        raise SandboxError(
-            f"search in {target} failed in the sandbox (exit code {result.exit_code}): {detail}"
-        )
-    return SearchResult(matches[:max_results], truncated, used, other[:20])
-
-
 async def patch_file(
     sandbox: Sandbox, path: str, old_string: str, new_string: str, *, replace_all: bool = False
 ) -> dict[str, Any]:
@@ -424,191 +286,3 @@ def _missing_message(target: str, text: str, old_string: str) -> str:
             shown = ", ".join(str(n) for n in near[:5])
             message += f"; its first line appears (with other surroundings) on line(s) {shown}"
     return message
-
-
-# --- tools -----------------------------------------------------------------------------
-
-_PATHS = (
-    "Absolute, or relative to the sandbox's starting directory (not to where the terminal "
-    "cd-ed to)."
-)
-
-_READ_PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "path": {
-            "type": "string",
-            "description": "File to read. " + _PATHS,
-        },
-        "offset": {
-            "type": "integer",
-            "minimum": 1,
-            "description": "First line to show (1-based; default 1).",
-        },
-        "limit": {
-            "type": "integer",
-            "minimum": 1,
-            "description": f"Most lines to show (default {DEFAULT_READ_LIMIT}).",
-        },
-    },
-    "required": ["path"],
-    "additionalProperties": False,
-}
-
-_WRITE_PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "path": {
-            "type": "string",
-            "description": "File to create or overwrite (parent directories are created). "
-            + _PATHS,
-        },
-        "content": {"type": "string", "description": "The complete new content of the file."},
-    },
-    "required": ["path", "content"],
-    "additionalProperties": False,
-}
-
-_SEARCH_PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "pattern": {
-            "type": "string",
-            "description": "Regular expression to look for (or plain text with fixed_strings).",
-        },
-        "path": {
-            "type": "string",
-            "description": "File or directory to search (default: the starting directory). "
-            + _PATHS,
-        },
-        "file_glob": {
-            "type": "string",
-            "description": "Only search files whose name matches this glob, e.g. '*.py'.",
-        },
-        "ignore_case": {"type": "boolean", "description": "Match case-insensitively."},
-        "fixed_strings": {"type": "boolean", "description": "Treat pattern as plain text."},
-        "max_results": {
-            "type": "integer",
-            "minimum": 1,
-            "maximum": MAX_SEARCH_RESULTS,
-            "description": f"Most matches to return (default {DEFAULT_SEARCH_RESULTS}).",
-        },
-    },
-    "required": ["pattern"],
-    "additionalProperties": False,
-}
-
-_PATCH_PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "path": {"type": "string", "description": "File to edit. " + _PATHS},
-        "old_string": {
-            "type": "string",
-            "description": "Exact text to replace, including "
-            "whitespace; must occur exactly once unless replace_all is true.",
-        },
-        "new_string": {"type": "string", "description": "Text to put in its place."},
-        "replace_all": {"type": "boolean", "description": "Replace every occurrence."},
-    },
-    "required": ["path", "old_string", "new_string"],
-    "additionalProperties": False,
-}
-
-
-def file_tools(pool: SandboxSource) -> list[SandboxTool]:
-    """The ``file`` toolset over ``pool``'s sandboxes: ``read_file``, ``write_file``,
-    ``search_files`` and ``patch``."""
-
-    async def read_file(arguments: dict[str, Any], invocation: InvocationLike) -> dict[str, Any]:
-        sandbox = await pool.get(invocation.task_id)
-        return await read_lines(
-            sandbox,
-            _text_argument(arguments, "path"),
-            offset=arguments.get("offset", 1),
-            limit=arguments.get("limit", DEFAULT_READ_LIMIT),
-        )
-
-    async def write_file(arguments: dict[str, Any], invocation: InvocationLike) -> dict[str, Any]:
-        path = _text_argument(arguments, "path")
-        content = arguments.get("content")
-        if not isinstance(content, str):
-            raise ValueError("'content' must be a string")
-        sandbox = await pool.get(invocation.task_id)
-        return await write_text(sandbox, path, content)
-
-    async def search(arguments: dict[str, Any], invocation: InvocationLike) -> dict[str, Any]:
-        sandbox = await pool.get(invocation.task_id)
-        found = await search_files(
-            sandbox,
-            _text_argument(arguments, "pattern"),
-            arguments.get("path") or ".",
-            file_glob=arguments.get("file_glob") or None,
-            ignore_case=bool(arguments.get("ignore_case", False)),
-            fixed_strings=bool(arguments.get("fixed_strings", False)),
-            max_results=arguments.get("max_results", DEFAULT_SEARCH_RESULTS),
-        )
-        answer: dict[str, Any] = {"matches": found.to_text(), "count": len(found.matches)}
-        if found.truncated:
-            answer["truncated"] = True
-            answer["note"] = (
-                f"more than {len(found.matches)} matches; narrow the pattern, path or "
-                "file_glob, or raise max_results"
-            )
-        if not found.matches:
-            answer["note"] = "no matches"
-        if found.warnings:
-            answer["warnings"] = "\n".join(found.warnings)
-        return answer
-
-    async def patch(arguments: dict[str, Any], invocation: InvocationLike) -> dict[str, Any]:
-        path = _text_argument(arguments, "path")
-        sandbox = await pool.get(invocation.task_id)
-        return await patch_file(
-            sandbox,
-            path,
-            arguments.get("old_string"),  # type: ignore[arg-type]  # checked inside
-            arguments.get("new_string"),  # type: ignore[arg-type]
-            replace_all=bool(arguments.get("replace_all", False)),
-        )
-
-    return [
-        SandboxTool(
-            "read_file",
-            "Read a text file from your sandbox with line numbers ('   12|text'). Long files "
-            f"come in pages of {DEFAULT_READ_LIMIT} lines: pass offset/limit to see more.",
-            _READ_PARAMETERS,
-            read_file,
-            toolset="file",
-        ),
-        SandboxTool(
-            "write_file",
-            "Create or overwrite a file in your sandbox with the given content.",
-            _WRITE_PARAMETERS,
-            write_file,
-            toolset="file",
-        ),
-        SandboxTool(
-            "search_files",
-            "Search file contents in your sandbox for a regular expression (ripgrep when "
-            "available, else grep) and get matching lines as path:line:text.",
-            _SEARCH_PARAMETERS,
-            search,
-            toolset="file",
-        ),
-        SandboxTool(
-            "patch",
-            "Edit a file by replacing an exact piece of text with new text. old_string must "
-            "match the file exactly (whitespace included) and occur once, unless "
-            "replace_all is true. Returns a diff of the change.",
-            _PATCH_PARAMETERS,
-            patch,
-            toolset="file",
-        ),
-    ]
-
-
-def _text_argument(arguments: dict[str, Any], name: str) -> str:
-    value = arguments.get(name)
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"'{name}' must be a non-empty string")
-    return value

@@ -30,7 +30,6 @@ import logging
 import os
 import shlex
 import shutil
-import signal
 import tempfile
 import uuid
 from collections.abc import Mapping, Sequence
@@ -48,13 +47,28 @@ from hermes_sandbox._output import OutputCollector
 from hermes_sandbox._result import ExecResult
 from hermes_sandbox.backends.jobs._job import (
     BOOT,
-    OUTPUT_GRACE,
-    ByteReader,
     JobLedger,
     check_env,
     kill_command_script,
     run_job,
     safe_name,
+)
+from hermes_sandbox.backends.jobs._singularity_cli import (
+    CLI_ENV_KEEP as CLI_ENV_KEEP,
+)
+from hermes_sandbox.backends.jobs._singularity_cli import (
+    HOUSEKEEPING_TIMEOUT,
+    CliJob,
+    cli_environment,
+    reap,
+    run_cli,
+    show,
+    spawn_cli,
+    start_hint,
+    text,
+)
+from hermes_sandbox.backends.jobs._singularity_cli import (
+    find_binary as find_binary,
 )
 from hermes_sandbox.backends.option_check import check_extra
 
@@ -66,23 +80,8 @@ _log = logging.getLogger(__name__)
 OPTION_KEYS = frozenset(
     {"binary", "host_dir", "overlay", "containall", "start_args", "cli_env", "start_timeout"}
 )
-#: CLI names looked up on PATH, in order, when ``binary`` is not given.
-BINARY_NAMES = ("apptainer", "singularity")
-#: Host variables the CLI keeps (it needs them to find its config, cache and cgroups).
-CLI_ENV_KEEP = (
-    "PATH",
-    "HOME",
-    "USER",
-    "LOGNAME",
-    "LANG",
-    "TMPDIR",
-    "XDG_RUNTIME_DIR",
-    "DBUS_SESSION_BUS_ADDRESS",
-)
 #: Seconds allowed for one file or directory transfer.
 TRANSFER_TIMEOUT = 600.0
-#: Seconds allowed for housekeeping commands (probe, kill, cleanup, stop).
-HOUSEKEEPING_TIMEOUT = 60.0
 
 
 _READ = (
@@ -92,20 +91,6 @@ _READ = (
 _WRITE = '[ -d "$1" ] && exit 21; mkdir -p -- "$(dirname -- "$1")" || exit 20; exec cat > "$1"'
 _PUT_ARCHIVE = 'mkdir -p -- "$1" && exec tar -xf - -C "$1"'
 _GET_ARCHIVE = '[ -d "$1" ] || exit 44; exec tar -cf - -C "$1" .'
-
-
-def find_binary(binary: str | None = None) -> str | None:
-    """The apptainer/singularity CLI to use: ``binary`` (a path or a name on PATH), else
-    the first of ``apptainer``, ``singularity`` on PATH; None if there is none."""
-    if binary:
-        if os.sep in binary:
-            return binary if os.access(binary, os.X_OK) and os.path.isfile(binary) else None
-        return shutil.which(binary)
-    for name in BINARY_NAMES:
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
 
 
 class SingularitySandbox(Sandbox):
@@ -185,7 +170,7 @@ class SingularitySandbox(Sandbox):
             isinstance(k, str) and isinstance(v, str) for k, v in cli_env.items()
         ):
             raise ValueError("singularity backend: cli_env must map strings to strings")
-        self._cli_env = _cli_environment(cli_env)
+        self._cli_env = cli_environment(cli_env)
         self._start_timeout = float(extra.get("start_timeout", 300.0))
         if self._start_timeout <= 0:
             raise ValueError("singularity backend: start_timeout must be positive")
@@ -252,8 +237,8 @@ class SingularitySandbox(Sandbox):
         rc, out, err = await self._cli(argv, timeout=self._start_timeout)
         if rc != 0:
             raise SandboxStartError(
-                f"singularity: `{_show(argv)}` failed (exit {rc}): "
-                f"{_text(err or out) or 'no output'}{_start_hint(_text(err))}"
+                f"singularity: `{show(argv)}` failed (exit {rc}): "
+                f"{text(err or out) or 'no output'}{start_hint(text(err))}"
             )
         probe = (
             f"mkdir -m 700 -p -- {shlex.quote(self._state_dir)} && "
@@ -263,7 +248,7 @@ class SingularitySandbox(Sandbox):
         if rc != 0:
             raise SandboxStartError(
                 f"singularity: instance {self.instance_name} started but running bash in it "
-                f"failed (exit {rc}): {_text(err or out) or 'no output'}; the image needs "
+                f"failed (exit {rc}): {text(err or out) or 'no output'}; the image needs "
                 "bash, mkdir, cat, grep, timeout and tar"
             )
 
@@ -279,10 +264,10 @@ class SingularitySandbox(Sandbox):
             argv = [self.binary, "instance", "stop", "--force", self.instance_name]
             try:
                 rc, out, err = await self._cli(argv, timeout=HOUSEKEEPING_TIMEOUT)
-                if rc != 0 and "no instance found" not in _text(err).lower():
-                    _log.warning("singularity: `%s` failed: %s", _show(argv), _text(err or out))
+                if rc != 0 and "no instance found" not in text(err).lower():
+                    _log.warning("singularity: `%s` failed: %s", show(argv), text(err or out))
             except Exception as exc:
-                _log.warning("singularity: `%s` failed: %s", _show(argv), exc)
+                _log.warning("singularity: `%s` failed: %s", show(argv), exc)
             self._instance_started = False
             self._jobs.forget()
         host_dir, self.host_dir = self.host_dir, None
@@ -311,8 +296,11 @@ class SingularitySandbox(Sandbox):
         # after the CLI exited, and asyncio's wait() would wait for it.
         read_fd, write_fd = os.pipe()
         try:
-            process = await self._spawn(
-                self.exec_command("bash", "-c", BOOT, "_", marker), stdout=write_fd
+            process = await spawn_cli(
+                self.binary,
+                self._cli_env,
+                self.exec_command("bash", "-c", BOOT, "_", marker),
+                stdout=write_fd,
             )
         except BaseException:
             os.close(read_fd)
@@ -327,7 +315,7 @@ class SingularitySandbox(Sandbox):
             )
         except BaseException:
             read_end.close()
-            await asyncio.shield(_reap(process))
+            await asyncio.shield(reap(process))
             raise
 
         async def kill(group: tuple[int, int] | None) -> object:
@@ -335,7 +323,7 @@ class SingularitySandbox(Sandbox):
             return await self._exec_bash(script, timeout=HOUSEKEEPING_TIMEOUT)
 
         return await run_job(
-            _CliJob(self.instance_name, process, output, pipe),
+            CliJob(self.instance_name, process, output, pipe),
             self._script_with_env(script),
             timeout=timeout,
             collector=collector,
@@ -356,34 +344,11 @@ class SingularitySandbox(Sandbox):
             self.exec_command("bash", "-c", script, "_", *args), stdin=stdin, timeout=timeout
         )
 
-    async def _spawn(
-        self, argv: Sequence[str], *, stdout: int = asyncio.subprocess.PIPE
-    ) -> asyncio.subprocess.Process:
-        try:
-            return await asyncio.create_subprocess_exec(
-                *argv,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=stdout,
-                stderr=asyncio.subprocess.PIPE,
-                env=self._cli_env,
-                start_new_session=True,
-            )
-        except OSError as exc:
-            raise SandboxError(f"singularity: cannot run {self.binary}: {exc}") from exc
-
     async def _cli(
         self, argv: Sequence[str], *, stdin: bytes | None = None, timeout: float
     ) -> tuple[int, bytes, bytes]:
         """Run the CLI to completion; its exit code, stdout and stderr."""
-        process = await self._spawn(argv)
-        try:
-            async with asyncio.timeout(timeout):
-                out, err = await process.communicate(stdin)
-        except TimeoutError as exc:
-            raise SandboxError(f"singularity: `{_show(argv)}` took over {timeout:g}s") from exc
-        finally:
-            await asyncio.shield(_reap(process))
-        return _exit_code(process.returncode), out, err
+        return await run_cli(self.binary, self._cli_env, argv, stdin=stdin, timeout=timeout)
 
     # files --------------------------------------------------------------------------
     async def _read_bytes(self, path: str) -> bytes:
@@ -398,7 +363,7 @@ class SingularitySandbox(Sandbox):
             raise self._file_error(rc, err, path)
 
     def _file_error(self, rc: int, err: bytes, path: str) -> Exception:
-        detail = _text(err)
+        detail = text(err)
         if "no instance found" in detail.lower():
             return SandboxClosedError(f"singularity: instance {self.instance_name} is gone")
         if rc == 2:
@@ -417,7 +382,7 @@ class SingularitySandbox(Sandbox):
         )
         if rc != 0:
             raise SandboxError(
-                f"singularity: could not unpack the upload into {remote_dir}: {_text(err or out)}"
+                f"singularity: could not unpack the upload into {remote_dir}: {text(err or out)}"
             )
 
     async def _get_archive(self, remote_dir: str) -> bytes:
@@ -427,101 +392,8 @@ class SingularitySandbox(Sandbox):
                 errno.ENOENT, f"no directory {remote_dir} in sandbox {self.task_id}", remote_dir
             )
         if rc != 0:
-            raise SandboxError(f"singularity: could not archive {remote_dir}: {_text(err)}")
+            raise SandboxError(f"singularity: could not archive {remote_dir}: {text(err)}")
         return out
-
-
-class _CliJob:
-    """One command's runner, an ``apptainer exec`` process, as ``run_job`` drives it."""
-
-    def __init__(
-        self,
-        instance_name: str,
-        process: asyncio.subprocess.Process,
-        output: asyncio.StreamReader,
-        pipe: asyncio.ReadTransport,
-    ) -> None:
-        self._instance_name = instance_name
-        self._process = process
-        self._output = output
-        self._pipe = pipe
-
-    @property
-    def output(self) -> ByteReader:
-        return self._output
-
-    @property
-    def control(self) -> ByteReader | None:
-        return self._process.stderr
-
-    async def send(self, script: bytes) -> None:
-        stdin = self._process.stdin
-        assert stdin is not None
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            stdin.write(script)
-            await stdin.drain()
-            stdin.close()
-
-    async def failed_to_start(self, diagnostics: str) -> Exception:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._process.wait(), OUTPUT_GRACE)
-        message = diagnostics or f"exit {_exit_code(self._process.returncode)}"
-        if "no instance found" in message.lower():
-            return SandboxClosedError(
-                f"singularity: instance {self._instance_name} is gone: {message}"
-            )
-        return SandboxError(
-            f"singularity: could not run bash in instance {self._instance_name}: {message}"
-        )
-
-    async def exit_status(self, wait: float) -> int:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._process.wait(), wait)
-        return _exit_code(self._process.returncode)
-
-    async def close(self) -> None:
-        self._pipe.close()
-        await _reap(self._process)
-
-
-async def _reap(process: asyncio.subprocess.Process) -> None:
-    """Make sure a CLI process (and its process group) is gone and waited for."""
-    if process.returncode is None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
-    with contextlib.suppress(Exception):
-        await asyncio.wait_for(process.wait(), HOUSEKEEPING_TIMEOUT)
-
-
-def _exit_code(code: int | None) -> int:
-    if code is None:
-        return 255
-    return 128 - code if code < 0 else code
-
-
-def _text(data: bytes) -> str:
-    return data.decode(errors="replace").strip()
-
-
-def _show(argv: Sequence[str]) -> str:
-    return " ".join(shlex.quote(a) for a in argv)
-
-
-def _start_hint(stderr: str) -> str:
-    lowered = stderr.lower()
-    if "network" in lowered:
-        return (
-            "; network=False asks for --net --network none, which this installation may "
-            "not allow for your user: pass network=True or allow it in apptainer.conf"
-        )
-    if "cgroup" in lowered or "systemd" in lowered:
-        return (
-            "; cpus/memory_mb/pids_limit need cgroups v2 (and systemd delegation when "
-            "unprivileged): unset them or run where that is available"
-        )
-    if "unknown flag" in lowered:
-        return "; this apptainer/singularity version lacks a flag the sandbox needs"
-    return ""
 
 
 def _optional_path(extra: Mapping[str, Any], name: str) -> str | None:
@@ -531,11 +403,3 @@ def _optional_path(extra: Mapping[str, Any], name: str) -> str | None:
     if not isinstance(value, (str, os.PathLike)):
         raise ValueError(f"singularity backend: {name} must be a path, got {value!r}")
     return os.fspath(value)
-
-
-def _cli_environment(extra: Mapping[str, str]) -> dict[str, str]:
-    env = {k: os.environ[k] for k in CLI_ENV_KEEP if k in os.environ}
-    env.setdefault("PATH", os.defpath)
-    env.setdefault("LANG", "C.UTF-8")
-    env.update(extra)
-    return env

@@ -2,9 +2,10 @@
 
 Each sandbox opens its own SSH connection (or borrows one the caller owns, see
 ``connection``), creates ``<base_dir>/<task>-<random>`` on the remote host and runs every
-command there through a fresh channel. Files travel over SFTP, directory trees as tar
-streams over a channel. ``close()`` kills what the sandbox's commands left running,
-removes the per-task directory and the shell state, and closes the connection.
+command there through a fresh channel (``_ssh_channel.py``). Files travel over SFTP
+(``_ssh_sftp.py``), directory trees as tar streams over a channel. ``close()`` kills
+what the sandbox's commands left running, removes the per-task directory and the shell
+state, and closes the connection.
 
 An asyncssh connection belongs to the event loop that opened it. When the sandbox is used
 from another loop while its own still runs (a blocking ``ToolContext`` call made on that
@@ -45,7 +46,7 @@ import logging
 import posixpath
 import shlex
 import uuid
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from hermes_sandbox._base import Sandbox
 from hermes_sandbox._errors import (
@@ -61,15 +62,21 @@ from hermes_sandbox._result import ExecResult
 from hermes_sandbox._teardown import run_detached
 from hermes_sandbox.backends.jobs._job import (
     BOOT,
-    ByteReader,
     JobLedger,
     check_env,
     kill_command_script,
     run_job,
     safe_name,
 )
+from hermes_sandbox.backends.jobs._ssh_channel import ChannelJob, as_bytes
 from hermes_sandbox.backends.jobs._ssh_connect import SSHEndpoint
 from hermes_sandbox.backends.jobs._ssh_loops import LoopConnection, LoopConnections
+from hermes_sandbox.backends.jobs._ssh_sftp import (
+    TRANSFER_TIMEOUT,
+    open_sftp,
+    read_file,
+    write_file,
+)
 from hermes_sandbox.backends.option_check import check_extra
 
 try:
@@ -80,7 +87,7 @@ else:
     _HAVE_ASYNCSSH = True
 
 if TYPE_CHECKING:
-    from asyncssh import SFTPClient, SSHClientConnection, SSHClientProcess
+    from asyncssh import SFTPClient, SSHClientConnection
 
 __all__ = ["SSHSandbox"]
 
@@ -105,8 +112,6 @@ OPTION_KEYS = frozenset(
     }
 )
 
-#: Seconds allowed for one file or directory transfer.
-TRANSFER_TIMEOUT = 600.0
 #: Seconds allowed for the small housekeeping commands (setup, kill, cleanup).
 HOUSEKEEPING_TIMEOUT = 60.0
 #: Seconds ``close()`` spends reconnecting to clean up after the connection died.
@@ -309,7 +314,7 @@ class SSHSandbox(Sandbox):
 
         try:
             return await run_job(
-                _ChannelJob(self, conn, process),
+                ChannelJob(self.target, conn, process),
                 self._script_with_env(script),
                 timeout=timeout,
                 collector=collector,
@@ -389,7 +394,7 @@ class SSHSandbox(Sandbox):
         code = result.returncode
         if code is None:
             raise SandboxClosedError(f"ssh: the connection to {self.target} was lost")
-        return code, _as_bytes(result.stdout), _as_bytes(result.stderr)
+        return code, as_bytes(result.stdout), as_bytes(result.stderr)
 
     # files --------------------------------------------------------------------------
     async def _sftp_client(self) -> SFTPClient:
@@ -397,59 +402,18 @@ class SSHSandbox(Sandbox):
         if away is not None and away.conn is not None:
             async with away.lock:
                 if away.sftp is None:
-                    away.sftp = await self._open_sftp(away.conn)
+                    away.sftp = await open_sftp(away.conn, self.target)
                 return away.sftp
         async with self._sftp_lock:
             if self._sftp is None:
-                self._sftp = await self._open_sftp(self._live_connection())
+                self._sftp = await open_sftp(self._live_connection(), self.target)
             return self._sftp
 
-    async def _open_sftp(self, conn: SSHClientConnection) -> SFTPClient:
-        try:
-            return await conn.start_sftp_client()
-        except (asyncssh.Error, OSError) as exc:
-            raise SandboxError(
-                f"ssh: cannot open SFTP on {self.target} ({exc}); enable the sftp "
-                "subsystem in sshd_config (Subsystem sftp internal-sftp)"
-            ) from exc
-
     async def _read_bytes(self, path: str) -> bytes:
-        sftp = await self._sftp_client()
-        try:
-            async with asyncio.timeout(TRANSFER_TIMEOUT):
-                attrs = await sftp.stat(path)
-                if attrs.type == asyncssh.FILEXFER_TYPE_DIRECTORY:
-                    raise IsADirectoryError(errno.EISDIR, "is a directory", path)
-                async with sftp.open(path, "rb") as handle:
-                    if attrs.type == asyncssh.FILEXFER_TYPE_REGULAR and attrs.size:
-                        return cast(bytes, await handle.read())
-                    # Size unknown (e.g. /proc files): read until EOF.
-                    chunks = []
-                    while chunk := await handle.read(1 << 16):
-                        chunks.append(cast(bytes, chunk))
-                    return b"".join(chunks)
-        except asyncssh.SFTPError as exc:
-            raise _os_error(exc, path) from exc
-        except TimeoutError as exc:
-            raise SandboxError(f"ssh: reading {path} took over {TRANSFER_TIMEOUT:g}s") from exc
+        return await read_file(await self._sftp_client(), path)
 
     async def _write_bytes(self, path: str, data: bytes) -> None:
-        sftp = await self._sftp_client()
-        try:
-            async with asyncio.timeout(TRANSFER_TIMEOUT):
-                parent = posixpath.dirname(path)
-                if parent and parent != "/":
-                    await sftp.makedirs(parent, exist_ok=True)
-                async with sftp.open(path, "wb") as handle:
-                    await handle.write(data)
-        except asyncssh.SFTPError as exc:
-            # SFTP v3 reports writing to a directory as a plain "Failure".
-            with contextlib.suppress(asyncssh.SFTPError):
-                if await sftp.isdir(path):
-                    raise IsADirectoryError(errno.EISDIR, "is a directory", path) from exc
-            raise _os_error(exc, path) from exc
-        except TimeoutError as exc:
-            raise SandboxError(f"ssh: writing {path} took over {TRANSFER_TIMEOUT:g}s") from exc
+        await write_file(await self._sftp_client(), path, data)
 
     async def _put_archive(self, remote_dir: str, archive: bytes) -> None:
         quoted = shlex.quote(remote_dir)
@@ -475,77 +439,3 @@ class SSHSandbox(Sandbox):
             detail = err.decode(errors="replace").strip()
             raise SandboxError(f"ssh: could not archive {remote_dir}: {detail}")
         return out
-
-
-class _ChannelJob:
-    """One command's runner on an ssh channel, as ``run_job`` drives it."""
-
-    def __init__(
-        self, sandbox: SSHSandbox, conn: SSHClientConnection, process: SSHClientProcess[bytes]
-    ) -> None:
-        self._sandbox = sandbox
-        self._conn = conn
-        self._process = process
-
-    @property
-    def output(self) -> ByteReader:
-        return self._process.stdout
-
-    @property
-    def control(self) -> ByteReader | None:
-        return self._process.stderr
-
-    async def send(self, script: bytes) -> None:
-        self._process.stdin.write(script)
-        self._process.stdin.write_eof()
-
-    async def failed_to_start(self, diagnostics: str) -> Exception:
-        target = self._sandbox.target
-        if self._conn.is_closed():
-            return SandboxClosedError(f"ssh: the connection to {target} was lost")
-        return SandboxError(f"ssh: could not start bash on {target}: {diagnostics or 'no output'}")
-
-    async def exit_status(self, wait: float) -> int:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._process.wait_closed(), wait)
-        code = _exit_code(self._process)
-        if code is None:
-            raise SandboxClosedError(
-                f"ssh: the connection to {self._sandbox.target} was lost while the command ran"
-            )
-        return code
-
-    async def close(self) -> None:
-        self._process.close()
-
-
-def _exit_code(process: SSHClientProcess[bytes]) -> int | None:
-    status = process.exit_status
-    if status is not None and status >= 0:
-        return int(status)
-    code = process.returncode
-    if code is None:
-        return None
-    return 128 - code if code < 0 else code
-
-
-def _as_bytes(data: object) -> bytes:
-    if data is None:
-        return b""
-    if isinstance(data, str):
-        return data.encode()
-    return bytes(cast(bytes, data))
-
-
-def _os_error(exc: Exception, path: str) -> OSError:
-    mapping: list[tuple[str, type[OSError], int]] = [
-        ("SFTPNoSuchFile", FileNotFoundError, errno.ENOENT),
-        ("SFTPNoSuchPath", FileNotFoundError, errno.ENOENT),
-        ("SFTPPermissionDenied", PermissionError, errno.EACCES),
-        ("SFTPFileIsADirectory", IsADirectoryError, errno.EISDIR),
-        ("SFTPNotADirectory", NotADirectoryError, errno.ENOTDIR),
-    ]
-    for name, cls, code in mapping:
-        if isinstance(exc, getattr(asyncssh, name)):
-            return cls(code, str(getattr(exc, "reason", exc)) or cls.__name__, path)
-    return OSError(errno.EIO, f"sftp: {getattr(exc, 'reason', exc)}", path)

@@ -1,7 +1,8 @@
 """The isolated mode of the local backend: a sandbox in its own Linux namespaces.
 
 ``Namespace.start`` runs Debian's ``bubblewrap`` (``bwrap``, no daemon, no root needed
-where unprivileged user namespaces are allowed) with its own pid, network (unless
+where unprivileged user namespaces are allowed; its command line and the thread that
+starts it are ``_bwrap.py``) with its own pid, network (unless
 ``network=True``), IPC and UTS namespaces and a mount namespace that shows only what
 commands need (``layout.py``): system directories read-only, ``/etc`` without its
 secrets, private ``/tmp``, ``/run`` and ``/dev`` of bounded size, the sandbox's own
@@ -28,13 +29,10 @@ sees it and ends the sandbox.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import itertools
 import json
 import os
-import shlex
-import shutil
 import signal
 import socket
 import sys
@@ -46,12 +44,19 @@ from typing import Any
 
 from hermes_sandbox._errors import SandboxClosedError, SandboxError, SandboxStartError
 from hermes_sandbox._output import OutputCollector
-from hermes_sandbox._processes import DEFAULT_PATH, environ_needle
+from hermes_sandbox._processes import environ_needle
+from hermes_sandbox.backends.local._bwrap import (
+    BwrapFailedError,
+    bwrap_argv,
+    info_complete,
+    log_tail,
+    spawn_kept,
+)
 from hermes_sandbox.backends.local._layout import Layout
 from hermes_sandbox.backends.local._link import HelperLink
-from hermes_sandbox.backends.local._process import Command, inheritable_fds
+from hermes_sandbox.backends.local._process import Command
 
-__all__ = ["HELPER", "HELPER_PROCESSES", "BwrapFailedError", "Namespace", "find_bwrap"]
+__all__ = ["HELPER", "HELPER_PROCESSES", "Namespace"]
 
 #: Processes of the isolated mode itself in the sandbox's cgroup (bwrap twice, the helper).
 HELPER_PROCESSES = 3
@@ -59,19 +64,8 @@ HELPER_PROCESSES = 3
 HELPER = str(Path(__file__).with_name("helper.py"))
 
 
-#: The first descriptor bubblewrap reads a hidden file's (empty) contents from.
-_FIRST_MASK_FD = 6
 # How long start waits for the helper to be ready.
 _START_TIMEOUT = 30.0
-
-
-class BwrapFailedError(SandboxStartError):
-    """bubblewrap exited before the sandbox was ready; the message has its own words."""
-
-
-def find_bwrap() -> str | None:
-    """The ``bwrap`` program, or None if bubblewrap is not installed."""
-    return shutil.which("bwrap")
 
 
 class Namespace:
@@ -128,32 +122,19 @@ class Namespace:
         info_read, info_write = os.pipe()
         made = cls(loop, ours, linker)
         primary = made._links[0]
-        argv = [
-            bwrap,
-            "--new-session",
-            "--die-with-parent",
-            "--unshare-pid",
-            "--unshare-ipc",
-            "--unshare-uts",
-            *(() if layout.network else ("--unshare-net",)),
-            "--cap-drop",
-            "ALL",
-        ]
-        mounts, masks = layout.arguments(_FIRST_MASK_FD)
-        argv += mounts
-        argv += ["--chdir", home, "--info-fd", "4", "--"]
-        argv += [*layout.helper_argv(), "3", "5", "4"]
-        if cgroup_procs:
-            join = " && ".join(f"echo $$ >{shlex.quote(procs)}" for procs in cgroup_procs)
-            argv = ["/bin/sh", "-c", f'{join} && exec "$@"', "sh", *argv]
+        argv, masks = bwrap_argv(bwrap, layout, home, cgroup_procs)
         log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         # The bwrap process is ours: its "output" is the info pipe, its exit (reported
         # by its thread) tells why the start failed.
         info = OutputCollector(1 << 16)
         watch = made._bwrap_watch = Command(loop, info_read, info)
         try:
-            made.bwrap_pid = made._spawn(
-                argv, (theirs.fileno(), info_write, their_linker.fileno(), log), masks, watch
+            made.bwrap_pid = spawn_kept(
+                argv,
+                (theirs.fileno(), info_write, their_linker.fileno(), log),
+                masks,
+                watch,
+                made._exited,
             )
         except (OSError, RuntimeError) as exc:
             watch.close()
@@ -177,13 +158,13 @@ class Namespace:
                 if not primary.ready.done() or primary.ready.exception() is not None:
                     raise BwrapFailedError(
                         "local isolated: bubblewrap failed: "
-                        + (_tail(log_path) or f"exit status {watch.returncode}")
+                        + (log_tail(log_path) or f"exit status {watch.returncode}")
                         + "; install bubblewrap (apt-get install bubblewrap) and allow user "
                         "namespaces, or use isolation='none'"
                     )
                 await primary.ready
                 # bwrap writes its info once the namespace runs (its pid 1 keeps the pipe).
-                while not watch.eof and not _complete(info.text()):
+                while not watch.eof and not info_complete(info.text()):
                     await watch.wait(0.01, eof=True)
             made.init_pid = int(json.loads(info.text())["child-pid"])
         except BaseException as exc:
@@ -192,7 +173,7 @@ class Namespace:
             if isinstance(exc, TimeoutError):
                 raise SandboxStartError(
                     f"local isolated: the sandbox did not answer within {_START_TIMEOUT:g}s: "
-                    + _tail(log_path)
+                    + log_tail(log_path)
                 ) from exc
             if isinstance(exc, (KeyError, ValueError)):
                 raise SandboxStartError(
@@ -200,45 +181,6 @@ class Namespace:
                 ) from exc
             raise
         return made
-
-    def _spawn(
-        self, argv: list[str], fds: tuple[int, int, int, int], masks: int, watch: Command
-    ) -> int:
-        """Start bubblewrap from a thread of its own, which then waits for it to exit
-        (and tells ``watch``); returns its pid once it runs.
-
-        ``--die-with-parent`` kills bubblewrap when the *thread* that started it ends: a
-        thread that lives as long as bubblewrap (or this process) is the one that may.
-
-        Raises:
-            OSError: if bubblewrap cannot be started.
-            RuntimeError: if no thread can be started.
-        """
-        started: concurrent.futures.Future[int] = concurrent.futures.Future()
-        loop = watch.loop
-
-        def report(code: int) -> None:
-            with contextlib.suppress(RuntimeError):  # the start's loop is closed: nobody waits
-                loop.call_soon_threadsafe(watch.set_exit, code)
-
-        def keep() -> None:
-            try:
-                pid = _spawn_bwrap(argv, *fds, masks)
-            except BaseException as exc:
-                started.set_exception(exc)
-                return
-            started.set_result(pid)
-            try:
-                _, status = os.waitpid(pid, 0)
-                code = os.waitstatus_to_exitcode(status)
-            except ChildProcessError:
-                code = 255
-            self._exited.set()
-            report(code)
-
-        thread = threading.Thread(target=keep, name="hermes-bwrap", daemon=True)
-        thread.start()
-        return started.result()
 
     # commands -----------------------------------------------------------------------
     async def run(
@@ -420,58 +362,3 @@ class Namespace:
         SandboxClosedError: if the sandbox died (its helper or pid 1 is gone)."""
         if self.dead:
             raise SandboxClosedError("the isolated sandbox died (its helper or pid 1 is gone)")
-
-
-def _spawn_bwrap(argv: list[str], sock: int, info: int, linker: int, log: int, masks: int) -> int:
-    """Start bubblewrap: the helper's socket as fd 3, the info pipe as fd 4, the linker
-    as fd 5, ``/dev/null`` as fds 6 to 6 + ``masks`` - 1 (read by ``--ro-bind-data``),
-    stdin ``/dev/null``, stdout and stderr into ``log``. Returns its pid.
-
-    Raises:
-        OSError: if it cannot be started.
-    """
-    # Each source goes first to a spare number above every source (so that none is
-    # overwritten before it is copied), then to its place.
-    sources = (sock, info, linker)
-    spare = max(*sources, 5) + 1
-    spares = tuple(range(spare, spare + len(sources)))
-    return os.posix_spawn(
-        argv[0],
-        argv,
-        {"PATH": DEFAULT_PATH},
-        file_actions=[
-            (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-            (os.POSIX_SPAWN_DUP2, log, 1),
-            (os.POSIX_SPAWN_DUP2, log, 2),
-            *((os.POSIX_SPAWN_DUP2, fd, to) for fd, to in zip(sources, spares, strict=True)),
-            *((os.POSIX_SPAWN_DUP2, fd, to) for fd, to in zip(spares, (3, 4, 5), strict=True)),
-            *((os.POSIX_SPAWN_CLOSE, fd) for fd in spares),
-            # What this process inherited must not reach the sandbox.
-            *(
-                (os.POSIX_SPAWN_CLOSE, fd)
-                for fd in inheritable_fds()
-                if fd not in (3, 4, 5, *spares)
-            ),
-            *(
-                (os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDONLY, 0)
-                for fd in range(_FIRST_MASK_FD, _FIRST_MASK_FD + masks)
-            ),
-        ],
-        setsid=True,
-    )
-
-
-def _complete(text: str) -> bool:
-    try:
-        json.loads(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _tail(path: str) -> str:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()[-2000:].decode(errors="replace").strip()
-    except OSError:
-        return ""

@@ -1,14 +1,14 @@
 """``LocalSandbox``: commands run on this host, in a per-task temporary directory.
 
 See the package docstring (``hermes_sandbox.backends.local``) for the two modes and what
-each isolates.
+each isolates. What ``start`` makes is in ``_start.py``, how files are read and copied in
+each mode in ``_files.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import logging
 import os
 import re
@@ -27,24 +27,10 @@ from hermes_sandbox._processes import DEFAULT_PATH, MARKER_VARIABLE, environ_nee
 from hermes_sandbox._result import ExecResult
 from hermes_sandbox._shell import wrap_command
 from hermes_sandbox._teardown import finish, in_thread
-from hermes_sandbox.backends.local._cgroup import CgroupUnavailableError, SandboxCgroups
-from hermes_sandbox.backends.local._host_files import (
-    copy_fd,
-    copy_file,
-    copy_tree,
-    open_source,
-    open_target,
-    read_fd,
-    write_fd,
-    write_file,
-)
-from hermes_sandbox.backends.local._isolation import (
-    HELPER,
-    HELPER_PROCESSES,
-    BwrapFailedError,
-    Namespace,
-    find_bwrap,
-)
+from hermes_sandbox.backends.local._cgroup import SandboxCgroups
+from hermes_sandbox.backends.local._files import copy_in, copy_out, read_bytes, write_bytes
+from hermes_sandbox.backends.local._host_files import copy_tree
+from hermes_sandbox.backends.local._isolation import HELPER, Namespace
 from hermes_sandbox.backends.local._layout import (
     IN_SANDBOX_BIN,
     Interpreter,
@@ -62,6 +48,13 @@ from hermes_sandbox.backends.local._process import (
     inheritable_fds,
     spawn,
 )
+from hermes_sandbox.backends.local._start import (
+    choose_bwrap,
+    lock_workdir,
+    make_cgroups,
+    make_dirs,
+    start_namespace,
+)
 from hermes_sandbox.backends.local._sweep import reap_orphans, remove_tree, state_parent
 
 __all__ = ["LocalSandbox"]
@@ -75,10 +68,6 @@ _EOF_GRACE = 0.1
 _KILL_WAIT = 5.0
 # At close, how long to wait for the killed processes to be gone before removing things.
 _GONE_WAIT = 5.0
-# Starts of bubblewrap before its failure is reported.
-_BWRAP_ATTEMPTS = 3
-# Commands are the OOM killer's first choice in a memory-limited sandbox (not the helper).
-_OOM_FIRST = "{ echo 500 >/proc/self/oom_score_adj; } 2>/dev/null\n"
 
 
 class LocalSandbox(Sandbox):
@@ -184,7 +173,13 @@ class LocalSandbox(Sandbox):
                 raise SandboxStartError(f"local: {problem}")
         # Plain syscalls, no await: a cancelled start cannot leave half-made directories.
         try:
-            self._make_dirs(interpreter)
+            self._private = make_dirs(
+                self._root,
+                self._state_dir,
+                self._private_source,
+                interpreter,
+                private=self._isolation != "none" and self._needs_private_workdir(),
+            )
             if bwrap is None:
                 self._claim_workdir()
         except BaseException:
@@ -211,37 +206,6 @@ class LocalSandbox(Sandbox):
             raise
         self._set_path(interpreter)
 
-    def _make_dirs(self, interpreter: Interpreter | None) -> None:
-        """The sandbox's home, shell state (with ``python``/``python3`` links for the
-        plain mode) and, isolated, its private workdir.
-
-        Raises:
-            SandboxStartError: if one cannot be made.
-        """
-        made: list[str] = []
-        try:
-            for path in (self._root, self._state_dir):
-                os.mkdir(path, 0o700)
-                made.append(path)
-            state = os.path.join(self._state_dir, "state")
-            os.close(os.open(state, os.O_CREAT | os.O_WRONLY, 0o600))
-            if interpreter is not None:
-                os.mkdir(os.path.join(self._state_dir, "bin"), 0o700)
-                for name in ("python", "python3"):
-                    os.symlink(interpreter.executable, os.path.join(self._state_dir, "bin", name))
-            if self._isolation != "none" and self._needs_private_workdir():
-                os.mkdir(self._private_source, 0o700)
-                made.append(self._private_source)
-                self._private = True
-        except OSError as exc:
-            for path in made:
-                remove_tree(path)
-            self._private = False
-            raise SandboxStartError(
-                f"local: cannot create {exc.filename or self._root}: {exc.strerror or exc}; "
-                "set TMPDIR to a writable directory"
-            ) from exc
-
     def _needs_private_workdir(self) -> bool:
         """Whether the workdir lies outside the sandbox's home and ``host_dirs`` (so an
         isolated sandbox gets a private one)."""
@@ -266,26 +230,7 @@ class LocalSandbox(Sandbox):
         """
         if _inside(self.workdir, self._root):
             return
-        try:
-            os.makedirs(self.workdir, exist_ok=True)
-            fd = os.open(self.workdir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        except OSError as exc:
-            raise SandboxStartError(
-                f"local: cannot create {exc.filename or self.workdir}: {exc.strerror or exc}; "
-                "set workdir to a writable directory"
-            ) from exc
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(fd)
-            raise SandboxStartError(
-                f"local: workdir {self.workdir} is in use by another open plain local "
-                "sandbox, and plain sandboxes share host paths (one's files would overwrite "
-                "the other's); give each sandbox its own workdir or none, or use "
-                "isolation='bwrap', where each sandbox gets its own private "
-                f"{self.workdir}"
-            ) from exc
-        self._workdir_lock = fd
+        self._workdir_lock = lock_workdir(self.workdir)
 
     def _become_plain(self) -> None:
         """``auto`` could not isolate: what the plain mode needs instead.
@@ -311,35 +256,16 @@ class LocalSandbox(Sandbox):
         self._env["PATH"] = f"{bin_dir}:{DEFAULT_PATH}"
 
     def _choose_bwrap(self) -> str | None:
-        """The ``bwrap`` program to use, or None for the plain mode.
+        """The ``bwrap`` program to use, or None for the plain mode (``choose_bwrap``).
 
         Raises:
             SandboxStartError: for ``isolation="bwrap"`` without bubblewrap.
         """
-        if self._isolation == "none":
-            return None
-        bwrap = find_bwrap()
-        if bwrap is None:
-            if self._isolation == "bwrap":
-                raise SandboxStartError(
-                    "local: isolation='bwrap' needs bubblewrap, which is not installed "
-                    "(apt-get install bubblewrap); or use isolation='none' or 'auto'"
-                )
-            _log.warning(
-                "local sandbox %s runs directly on this host (isolation='auto', but "
-                "bubblewrap is not installed); its commands can read this user's files and "
-                "processes; apt-get install bubblewrap to isolate them, or pass "
-                "isolation='none' to choose this",
-                self.task_id,
-            )
-        return bwrap
+        return choose_bwrap(self._isolation, self.task_id)
 
     def _make_cgroup(self, *, isolated: bool) -> None:
-        """The sandbox's cgroups, for ``pids_limit`` and ``memory_mb``. The isolated mode
-        joins them once, at start; a plain command joins them as its first action, which
-        costs a cgroup migration per command (about 10 ms on a heavily loaded machine),
-        so none is made without a limit. A memory limit that cannot be enforced is said
-        in one log warning.
+        """The sandbox's cgroups (``make_cgroups``), if ``pids_limit`` or ``memory_mb``
+        is set.
 
         Raises:
             SandboxStartError: if ``pids_limit`` is set and no cgroup can be made.
@@ -347,32 +273,9 @@ class LocalSandbox(Sandbox):
         pids, memory = self.options.pids_limit, self.options.memory_mb
         if pids is None and memory is None:
             return
-        if isolated and pids is not None:
-            pids += HELPER_PROCESSES
-        try:
-            made = SandboxCgroups.create(
-                self._name,
-                pids_limit=pids,
-                memory_bytes=None if memory is None else memory << 20,
-            )
-        except CgroupUnavailableError as exc:
-            raise SandboxStartError(
-                f"local: cannot enforce pids_limit={self.options.pids_limit}: {exc}; "
-                "leave pids_limit unset or use the docker backend"
-            ) from exc
-        if made.memory_problem is not None:
-            _log.warning(
-                "local sandbox %s: memory_mb=%s is NOT enforced: %s",
-                self.task_id,
-                memory,
-                made.memory_problem,
-            )
-        self._cgroup = made if made.groups else None
-        self._join = ""
-        if self._cgroup is not None and not isolated:
-            self._join = self._cgroup.join_line()
-        if memory is not None and made.memory_problem is None:
-            self._join += _OOM_FIRST
+        self._cgroup, self._join = make_cgroups(
+            self._name, pids, memory, isolated=isolated, task_id=self.task_id
+        )
 
     async def _start_namespace(self, bwrap: str, interpreter: Interpreter | None) -> None:
         if interpreter is None:
@@ -394,34 +297,14 @@ class LocalSandbox(Sandbox):
             # for this very sandbox (synchronous ToolContext calls from threads).
             hidden=await in_thread(secrets_in_etc, name=f"hermes-local-etc-{self.task_id}"),
         )
-        for attempt in range(_BWRAP_ATTEMPTS):
-            try:
-                self._namespace = await Namespace.start(
-                    bwrap=bwrap,
-                    layout=layout,
-                    home=self._root,
-                    log_path=os.path.join(self._state_dir, "bwrap.log"),
-                    cgroup_procs=() if self._cgroup is None else self._cgroup.procs_files,
-                )
-                return
-            except BwrapFailedError as exc:
-                if layout.sized and "--size" in str(exc):
-                    # bubblewrap before 0.7, or a setuid one: no size on a tmpfs.
-                    _log.warning(
-                        "local sandbox %s: this bubblewrap cannot size tmpfs mounts (0.7 or "
-                        "newer, not setuid, can): /tmp, /dev/shm and /run are bounded only "
-                        "by memory_mb",
-                        self.task_id,
-                    )
-                    layout.sized = False
-                    continue
-                # A mount that comes or goes while the sandbox's view is made (a
-                # container starting) fails that once.
-                if attempt + 1 == _BWRAP_ATTEMPTS:
-                    raise
-                _log.info(
-                    "local sandbox %s: bubblewrap failed, trying again: %s", self.task_id, exc
-                )
+        self._namespace = await start_namespace(
+            bwrap,
+            layout,
+            home=self._root,
+            log_path=os.path.join(self._state_dir, "bwrap.log"),
+            cgroup_procs=() if self._cgroup is None else self._cgroup.procs_files,
+            task_id=self.task_id,
+        )
 
     async def _close(self) -> None:
         # Killing starts no thread (a fork bomb may have used up the process ids); the
@@ -569,9 +452,8 @@ class LocalSandbox(Sandbox):
         await in_thread(lambda: sweep(environ_needle(mark, exact=True)), name="hermes-local-kill")
 
     # files --------------------------------------------------------------------------
-    # Plain mode: sandbox paths are host paths, so transfers are plain copies (in a
-    # thread). Isolated mode: files are opened by the helper inside the sandbox, so file
-    # tools reach exactly what commands reach; directories travel as tar archives.
+    # Plain mode: plain copies on the host; isolated mode: descriptors the helper opens
+    # inside the sandbox (``_files.py``); directories travel as tar archives there.
     async def upload_file(self, local: str | Path, remote: str) -> None:
         """Copy a host file into the sandbox (parent directories are created).
 
@@ -579,15 +461,7 @@ class LocalSandbox(Sandbox):
             FileNotFoundError: if ``local`` does not exist.
         """
         await self._ready()
-        if self._namespace is not None:
-            source = await asyncio.to_thread(open_source, Path(local))
-            try:
-                target = await self._namespace.open(self.resolve(remote), write=True)
-                await asyncio.to_thread(copy_fd, source, target)
-            finally:
-                os.close(source)
-            return
-        await asyncio.to_thread(copy_file, Path(local), Path(self.resolve(remote)))
+        await copy_in(self._namespace, Path(local), self.resolve(remote))
 
     async def download_file(self, remote: str, local: str | Path) -> None:
         """Copy a sandbox file to the host (parent directories are created).
@@ -596,15 +470,7 @@ class LocalSandbox(Sandbox):
             FileNotFoundError: if ``remote`` does not exist.
         """
         await self._ready()
-        if self._namespace is not None:
-            source = await self._namespace.open(self.resolve(remote), write=False)
-            try:
-                target = await asyncio.to_thread(open_target, Path(local))
-                await asyncio.to_thread(copy_fd, source, target)
-            finally:
-                os.close(source)
-            return
-        await asyncio.to_thread(copy_file, Path(self.resolve(remote)), Path(local))
+        await copy_out(self._namespace, self.resolve(remote), Path(local))
 
     async def upload_dir(self, local: str | Path, remote: str) -> None:
         """Copy a host directory tree into ``remote`` in the sandbox.
@@ -634,17 +500,10 @@ class LocalSandbox(Sandbox):
         await asyncio.to_thread(copy_tree, source, Path(local))
 
     async def _read_bytes(self, path: str) -> bytes:
-        if self._namespace is None:
-            return await asyncio.to_thread(Path(path).read_bytes)
-        fd = await self._namespace.open(path, write=False)
-        return await asyncio.to_thread(read_fd, fd, path)
+        return await read_bytes(self._namespace, path)
 
     async def _write_bytes(self, path: str, data: bytes) -> None:
-        if self._namespace is None:
-            await asyncio.to_thread(write_file, Path(path), data)
-            return
-        fd = await self._namespace.open(path, write=True)
-        await asyncio.to_thread(write_fd, fd, data)
+        await write_bytes(self._namespace, path, data)
 
 
 def _inside(path: str, root: str) -> bool:

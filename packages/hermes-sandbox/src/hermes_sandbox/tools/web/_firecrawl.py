@@ -6,14 +6,19 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hermes_sandbox._errors import WebProviderError
 from hermes_sandbox.tools.web._pages import (
     DEFAULT_MAX_PAGE_CHARS,
     WebPage,
     WebSearchResult,
     cap_text,
 )
-from hermes_sandbox.tools.web._sdk import client_for_call, field, find_api_key, import_sdk
+from hermes_sandbox.tools.web._sdk import (
+    call_client,
+    client_for_call,
+    field,
+    import_sdk,
+    key_unless_client,
+)
 
 __all__ = ["FirecrawlProvider"]
 
@@ -44,11 +49,7 @@ class FirecrawlProvider:
         max_chars: int = DEFAULT_MAX_PAGE_CHARS,
     ) -> None:
         self._client = client
-        self._api_key = (
-            None
-            if client is not None
-            else find_api_key(api_key, env, "FIRECRAWL_API_KEY", "Firecrawl")
-        )
+        self._api_key = key_unless_client(client, api_key, env, "FIRECRAWL_API_KEY", "Firecrawl")
         self.api_url = api_url
         self.max_chars = max_chars
 
@@ -65,13 +66,9 @@ class FirecrawlProvider:
         Raises:
             WebProviderError: if the Firecrawl call fails.
         """
-        async with client_for_call(self._client, self._new_client) as client:
-            try:
-                answer = await client.search(query, limit=max_results)
-            except Exception as exc:
-                raise WebProviderError(
-                    f"Firecrawl search failed: {type(exc).__name__}: {exc}"
-                ) from exc
+        answer = await call_client(
+            self._client, self._new_client, "Firecrawl", "search", query, limit=max_results
+        )
         hits = field(answer, "web", "data") or []
         results = []
         for hit in hits[:max_results]:

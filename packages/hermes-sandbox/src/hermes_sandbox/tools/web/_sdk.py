@@ -12,7 +12,15 @@ from typing import Any
 
 from hermes_sandbox._errors import WebProviderError
 
-__all__ = ["client_for_call", "close_quietly", "field", "find_api_key", "import_sdk"]
+__all__ = [
+    "call_client",
+    "client_for_call",
+    "close_quietly",
+    "field",
+    "find_api_key",
+    "import_sdk",
+    "key_unless_client",
+]
 
 
 def import_sdk(module: str, package: str) -> Any:
@@ -37,6 +45,18 @@ def find_api_key(
             kind="no_api_key",
         )
     return key
+
+
+def key_unless_client(
+    client: Any, api_key: str | None, env: Mapping[str, str] | None, variable: str, provider: str
+) -> str | None:
+    """The API key a provider makes its per-call clients with: None when the caller
+    passed its own ``client``, else ``find_api_key``'s.
+
+    Raises:
+        WebProviderError: kind ``no_api_key``, without a client and a key.
+    """
+    return None if client is not None else find_api_key(api_key, env, variable, provider)
 
 
 def field(item: Any, *names: str) -> Any:
@@ -79,3 +99,22 @@ async def client_for_call(given: Any, make: Callable[[], Any]) -> AsyncIterator[
         yield client
     finally:
         await close_quietly(client)
+
+
+async def call_client(
+    given: Any, make: Callable[[], Any], provider: str, method: str, *args: Any, **kwargs: Any
+) -> Any:
+    """``method(*args, **kwargs)`` of the client for one call (``client_for_call``: the
+    ``given`` one, or one from ``make`` closed afterwards).
+
+    Raises:
+        WebProviderError: if the call fails (the message names ``provider`` and
+            ``method``); what ``make`` raises.
+    """
+    async with client_for_call(given, make) as client:
+        try:
+            return await getattr(client, method)(*args, **kwargs)
+        except Exception as exc:
+            raise WebProviderError(
+                f"{provider} {method} failed: {type(exc).__name__}: {exc}"
+            ) from exc

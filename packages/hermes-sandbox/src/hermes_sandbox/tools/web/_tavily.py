@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from hermes_sandbox._errors import WebProviderError
 from hermes_sandbox.tools.web._pages import (
     DEFAULT_MAX_PAGE_CHARS,
     WebPage,
     WebSearchResult,
     cap_text,
 )
-from hermes_sandbox.tools.web._sdk import client_for_call, field, find_api_key, import_sdk
+from hermes_sandbox.tools.web._sdk import call_client, field, import_sdk, key_unless_client
 
 __all__ = ["TavilyProvider"]
 
@@ -44,9 +43,7 @@ class TavilyProvider:
         max_chars: int = DEFAULT_MAX_PAGE_CHARS,
     ) -> None:
         self._client = client
-        self._api_key = (
-            None if client is not None else find_api_key(api_key, env, "TAVILY_API_KEY", "Tavily")
-        )
+        self._api_key = key_unless_client(client, api_key, env, "TAVILY_API_KEY", "Tavily")
         self.search_depth = search_depth
         self.max_chars = max_chars
 
@@ -54,23 +51,20 @@ class TavilyProvider:
         sdk = import_sdk("tavily", "tavily-python")
         return sdk.AsyncTavilyClient(api_key=self._api_key)
 
-    async def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        async with client_for_call(self._client, self._new_client) as client:
-            try:
-                return await getattr(client, method)(*args, **kwargs)
-            except Exception as exc:
-                raise WebProviderError(
-                    f"Tavily {method} failed: {type(exc).__name__}: {exc}"
-                ) from exc
-
     async def search(self, query: str, *, max_results: int = 5) -> list[WebSearchResult]:
         """Tavily search.
 
         Raises:
             WebProviderError: if the Tavily call fails.
         """
-        answer = await self._call(
-            "search", query, max_results=max_results, search_depth=self.search_depth
+        answer = await call_client(
+            self._client,
+            self._new_client,
+            "Tavily",
+            "search",
+            query,
+            max_results=max_results,
+            search_depth=self.search_depth,
         )
         hits = field(answer, "results") or []
         return [
@@ -88,7 +82,9 @@ class TavilyProvider:
         Raises:
             WebProviderError: if the Tavily call fails as a whole.
         """
-        answer = await self._call("extract", urls=list(urls))
+        answer = await call_client(
+            self._client, self._new_client, "Tavily", "extract", urls=list(urls)
+        )
         found: dict[str, WebPage] = {}
         for item in field(answer, "results") or []:
             url = str(field(item, "url") or "")
