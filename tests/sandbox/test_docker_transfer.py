@@ -1,11 +1,15 @@
 """Transfers into a docker sandbox's missing folders: the folders are made by entries of
 the archive itself, as ``mkdir -p`` by root makes them (no command runs in the
-container), whoever the sandbox's user is."""
+container), whoever the sandbox's user is. Downloads read the daemon's HTTP/1.0 answer
+whole, whatever pieces it comes in."""
 
 from __future__ import annotations
 
 import io
+import os
+import socket
 import tarfile
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -13,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from hermes_sandbox import Sandbox, create_sandbox
+from hermes_sandbox import Sandbox, SandboxError, create_sandbox
 from hermes_sandbox.backends.docker._archive import FOLDER_MODE, prefixed_tar
+from hermes_sandbox.backends.docker._transfer import _Answer, _copy_first_file
 from tests.sandbox.providers.docker import DockerSetup, docker_setup
 
 
@@ -86,3 +91,59 @@ async def test_uploads_into_missing_folders_make_them_as_mkdir_p_by_root(
             await sb.upload_dir(tmp_path / "tree", "/srv/file/below/here")
         with pytest.raises(NotADirectoryError):
             await sb.upload_file(tmp_path / "one.bin", "/srv/file/below/one.bin")
+
+
+def _answer_with(payload: bytes, name: str) -> bytes:
+    """An HTTP/1.0 answer of the archive endpoint: a pax-headed tar of one file."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as archive:
+        info = tarfile.TarInfo(name)
+        info.size = len(payload)
+        archive.addfile(info, io.BytesIO(payload))
+    head = b"HTTP/1.0 200 OK\r\nContent-Type: application/x-tar\r\n\r\n"
+    return head + buffer.getvalue()
+
+
+def _serve(sock: socket.socket, answer: bytes, pieces: int) -> None:
+    sock.recv(65536)  # the request
+    step = max(1, len(answer) // pieces)
+    for at in range(0, len(answer), step):
+        sock.sendall(answer[at : at + step])
+    sock.close()
+
+
+@pytest.mark.parametrize(("size", "pieces"), [(3 << 20 | 7, 5), (0, 1), (9, 1)])
+def test_a_download_answer_is_copied_whole_across_its_buffered_and_spliced_parts(
+    tmp_path: Path, size: int, pieces: int
+) -> None:
+    payload = os.urandom(size)
+    ours, theirs = socket.socketpair()
+    ours.settimeout(10.0)  # non-blocking underneath, as the daemon's connections are
+    answer = _answer_with(payload, "ü-" + "n" * 120)  # a pax header comes first
+    server = threading.Thread(target=_serve, args=(theirs, answer, pieces))
+    server.start()
+    try:
+        reader = _Answer(ours)
+        status, headers = reader.request("/archive")
+        assert (status, headers["content-type"]) == (200, "application/x-tar")
+        _copy_first_file(reader, "/f", tmp_path / "out" / "f")
+    finally:
+        server.join()
+        ours.close()
+    assert (tmp_path / "out" / "f").read_bytes() == payload
+
+
+def test_a_download_answer_that_ends_early_says_so(tmp_path: Path) -> None:
+    ours, theirs = socket.socketpair()
+    ours.settimeout(10.0)
+    answer = _answer_with(os.urandom(1 << 20), "f")[: -(600 << 10)]
+    server = threading.Thread(target=_serve, args=(theirs, answer, 3))
+    server.start()
+    try:
+        reader = _Answer(ours)
+        reader.request("/archive")
+        with pytest.raises(SandboxError, match="ended early"):
+            _copy_first_file(reader, "/f", tmp_path / "f")
+    finally:
+        server.join()
+        ours.close()
