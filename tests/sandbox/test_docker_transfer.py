@@ -1,15 +1,18 @@
 """Transfers into a docker sandbox's missing folders: the folders are made by entries of
 the archive itself, as ``mkdir -p`` by root makes them (no command runs in the
 container), whoever the sandbox's user is. Downloads read the daemon's HTTP/1.0 answer
-whole, whatever pieces it comes in."""
+whole, whatever pieces it comes in; small regular files are read in a root command
+session instead of through the daemon's archive endpoint."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import os
 import socket
 import tarfile
 import threading
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -18,6 +21,7 @@ from typing import Any
 import pytest
 
 from hermes_sandbox import Sandbox, SandboxError, create_sandbox
+from hermes_sandbox.backends.docker import DockerDaemon
 from hermes_sandbox.backends.docker._archive import FOLDER_MODE, prefixed_tar
 from hermes_sandbox.backends.docker._transfer import _Answer, _copy_first_file
 from tests.sandbox.providers.docker import DockerSetup, docker_setup
@@ -147,3 +151,34 @@ def test_a_download_answer_that_ends_early_says_so(tmp_path: Path) -> None:
     finally:
         server.join()
         ours.close()
+
+
+def _archive_reads(container: str, since: float) -> int:
+    """How many times the daemon archived a path of ``container`` since ``since``."""
+    daemon = DockerDaemon.open()
+    try:
+        events = daemon.api.events(
+            since=int(since), until=int(time.time()) + 1, decode=True,
+            filters={"container": container, "event": "archive-path"},
+        )  # fmt: skip
+        return sum(1 for _ in events)
+    finally:
+        daemon.close()
+
+
+async def test_small_files_are_read_in_a_session_and_others_through_the_daemon(
+    setup: DockerSetup,
+) -> None:
+    payload = bytes(range(256)) * 4 + b"\0end"
+    async with sandbox(setup, user="nobody") as sb:
+        await sb.write_file("/srv/small.bin", payload)
+        await sb.exec("chmod 600 /srv/small.bin", user="0", session=False)  # root's only
+        await sb.exec("mkfifo /srv/pipe", user="0", session=False)
+        container = getattr(sb, "container_id", "")
+        since = time.time()
+        assert await sb.read_file("/srv/small.bin") == payload
+        assert await asyncio.to_thread(_archive_reads, container, since - 1) == 0
+        # A named pipe is not opened by a session (it would wait for a writer).
+        with pytest.raises((FileNotFoundError, SandboxError)):
+            await asyncio.wait_for(sb.read_file("/srv/pipe"), 20)
+        assert await asyncio.to_thread(_archive_reads, container, since - 1) >= 1

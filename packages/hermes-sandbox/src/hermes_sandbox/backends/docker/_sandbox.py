@@ -6,8 +6,9 @@ import asyncio
 import contextlib
 import logging
 import posixpath
+import shlex
 import tarfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -23,6 +24,7 @@ from hermes_sandbox.backends.docker._archive import (
     single_file_tar,
 )
 from hermes_sandbox.backends.docker._daemon import DockerDaemon, resolve_docker_host
+from hermes_sandbox.backends.docker._helper import HELPER_BUSYBOX
 from hermes_sandbox.backends.docker._labels import LABEL, LABEL_RUN, LABEL_TASK, RUN_ID
 from hermes_sandbox.backends.docker._launch import LIFETIME_GRACE, Launched, launch_container
 from hermes_sandbox.backends.docker._pool import DockerWarmPool
@@ -37,7 +39,14 @@ from hermes_sandbox.backends.docker._session import Running, Session, SessionPoo
 from hermes_sandbox.backends.docker._spec import DEFAULT_WORKDIR, ContainerSpec, check_user
 from hermes_sandbox.backends.docker._transfer import download_file, upload_file
 
-__all__ = ["KILL_DRAIN", "KILL_TIMEOUT", "STOP_ATTEMPTS", "DockerSandbox"]
+__all__ = [
+    "KILL_DRAIN",
+    "KILL_TIMEOUT",
+    "SMALL_READ",
+    "SMALL_READ_TIMEOUT",
+    "STOP_ATTEMPTS",
+    "DockerSandbox",
+]
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +59,16 @@ KILL_TIMEOUT: Final = 10.0
 #: gives up.
 STOP_ATTEMPTS: Final = 3
 
+#: Files of at most this many bytes are read through a root command session (the helper's
+#: ``cat``), larger ones through the daemon's archive endpoint.
+SMALL_READ: Final = 1 << 20
+#: Seconds a session read of a small file may take before the daemon is asked instead.
+SMALL_READ_TIMEOUT: Final = 30.0
+
 _DIR_BIT: Final = 1 << 31  # Go's os.ModeDir, as in the daemon's path stat
 _SYMLINK_BIT: Final = 1 << 27  # Go's os.ModeSymlink
+#: Go's os.ModeType: the bits of every kind of file but a regular one.
+_TYPE_BITS: Final = sum(1 << bit for bit in (31, 27, 26, 25, 24, 21, 19))
 _MAX_LINKS: Final = 16
 
 
@@ -221,21 +238,31 @@ class DockerSandbox(Sandbox):
         return await self._run_as(script, timeout=timeout, user=self.user)
 
     async def _run_as(self, script: str, *, timeout: float, user: str) -> ExecResult:
+        collector = OutputCollector(self.options.max_output_chars)
+        code, timed_out = await self._command(
+            script, timeout=timeout, user=user, feed=collector.feed
+        )
+        return ExecResult(collector.text(), code, timed_out, collector.truncated)
+
+    async def _command(
+        self, script: str, *, timeout: float, user: str, feed: Callable[[bytes], None]
+    ) -> tuple[int, bool]:
+        """Run ``script`` in a session of ``user``, its output given to ``feed``; its exit
+        status and whether it timed out (then killed, with status 124)."""
         daemon, container = self._require()
         if user:
             check_user(user)
         sessions = self._sessions
         if sessions is None:
             raise SandboxClosedError(f"sandbox {self.task_id} is closed")
-        collector = OutputCollector(self.options.max_output_chars)
-        running = Running(collector.feed)
+        running = Running(feed)
         session = await sessions.take(user)
         try:
             try:
                 await session.start(script, running)
             except SandboxClosedError:  # it died idle: the command goes to a fresh one
                 session = await sessions.take(user)
-                running = Running(collector.feed)
+                running = Running(feed)
                 await session.start(script, running)
         except BaseException:
             # Cancelled (or failed) while sending: the command may have gone out anyway.
@@ -249,7 +276,7 @@ class DockerSandbox(Sandbox):
                 # then keep what the dying command still prints.
                 await self._kill_running(daemon, container, session, running)
                 await asyncio.wait({end}, timeout=KILL_DRAIN)
-                return ExecResult(collector.text(), 124, True, collector.truncated)
+                return 124, True
             code = end.result()
         except BaseException:
             # Cancelled: the command must not outlive us.
@@ -257,7 +284,7 @@ class DockerSandbox(Sandbox):
             raise
         finally:
             end.cancel()
-        return ExecResult(collector.text(), code, False, collector.truncated)
+        return code, False
 
     async def _kill_running(
         self, daemon: DockerDaemon, container: str, session: Session, running: Running
@@ -344,6 +371,11 @@ class DockerSandbox(Sandbox):
             raise FileNotFoundError(f"no such file in sandbox {self.task_id}: {path}")
         if int(stat.get("mode", 0)) & _DIR_BIT:
             raise IsADirectoryError(f"{path} is a directory in sandbox {self.task_id}")
+        size = int(stat.get("size", -1))
+        if 0 <= size <= SMALL_READ and not int(stat.get("mode", 0)) & _TYPE_BITS:
+            data = await self._read_small(real, size)
+            if data is not None:
+                return data
 
         def read() -> bytes:
             return read_single_file(daemon.iter_archive(container, real), real)
@@ -360,6 +392,33 @@ class DockerSandbox(Sandbox):
                         f"(twice; {exc}): read it again once nothing writes it"
                     ) from exc
         raise AssertionError("unreachable")
+
+    async def _read_small(self, path: str, size: int) -> bytes | None:
+        """The bytes of the small regular file ``path``, read by the helper's ``cat`` in
+        a root command session (a few milliseconds, where the daemon's archive endpoint
+        starts a process of its own); None when that read fails or does not give the
+        ``size`` bytes the daemon's stat saw (the caller then reads through the daemon)."""
+        data = bytearray()
+
+        def feed(piece: bytes) -> None:
+            if len(data) <= size:
+                data.extend(piece[: size + 1 - len(data)])
+
+        script = f"exec {HELPER_BUSYBOX} cat -- {shlex.quote(path)} 2>/dev/null"
+        try:
+            code, timed_out = await self._command(
+                script, timeout=SMALL_READ_TIMEOUT, user="0", feed=feed
+            )
+        except SandboxClosedError:
+            raise
+        except SandboxError as exc:
+            log.info(
+                "docker: session read of %s failed (%s); reading through the daemon", path, exc
+            )
+            return None
+        if code != 0 or timed_out or len(data) != size:
+            return None
+        return bytes(data)
 
     async def upload_file(self, local: str | Path, remote: str) -> None:
         """Copy a host file into the sandbox, streamed (never held whole in memory).
