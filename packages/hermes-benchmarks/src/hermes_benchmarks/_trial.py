@@ -28,7 +28,10 @@ while its daemon answers (the agent killed its keeper) are a ``fail`` with rewar
 their ``error_kind`` (:data:`~hermes_benchmarks.verdicts.SCORED_KINDS`). Only what the
 infrastructure did is an ``infra_error``.
 
-The sandboxes are closed whatever happens (cancellation included). Infrastructure
+The sandboxes are closed whatever happens (cancellation included); given a
+:class:`Teardowns`, the agent's sandbox is closed in the background once the verdict is
+known (the run awaits them all before it ends: the next trial starts meanwhile, and the
+``teardown`` timing is then only the time the trial waited, about 0). Infrastructure
 failures are retried ``infra_retries`` times; every attempt is kept in the result. With
 ``output_dir``, the last attempt's artifact folder becomes ``output_dir/artifacts/<task>/
 <trial>`` in one rename (named in the result's ``artifacts``); a declared artifact the
@@ -78,9 +81,16 @@ from hermes_benchmarks.sandboxes import (
     start_sandbox,
 )
 from hermes_benchmarks.verdicts import ScoredFailure, sandbox_gone
-from hermes_sandbox import Sandbox, SandboxError
+from hermes_sandbox import Sandbox, SandboxError, finish
 
-__all__ = ["ARTIFACTS_DIR", "TrialSettings", "reverify_trial", "run_attempt", "run_trial"]
+__all__ = [
+    "ARTIFACTS_DIR",
+    "Teardowns",
+    "TrialSettings",
+    "reverify_trial",
+    "run_attempt",
+    "run_trial",
+]
 
 log = logging.getLogger(__name__)
 
@@ -148,6 +158,38 @@ async def _close(sandbox: Sandbox, task_id: str) -> None:
         await close_fully(sandbox)
     except Exception as error:  # the attempt's verdict stands; the backend reaps it
         log.warning("could not close sandbox %s: %s", task_id, error)
+
+
+class Teardowns:
+    """The sandboxes of a run being closed in the background: :meth:`close` starts one,
+    :meth:`wait` (before the run ends, also when it is cancelled) sees every one closed."""
+
+    def __init__(self) -> None:
+        self._closing: set[asyncio.Task[None]] = set()
+
+    @property
+    def pending(self) -> int:
+        """How many sandboxes are still being closed."""
+        return len(self._closing)
+
+    def close(self, sandbox: Sandbox, task_id: str) -> None:
+        """Start closing ``sandbox`` (a failure is logged, as in a trial)."""
+        closing = asyncio.ensure_future(_close(sandbox, task_id))
+        self._closing.add(closing)
+        closing.add_done_callback(self._closing.discard)
+
+    async def wait(self) -> None:
+        """Return once every sandbox started closing is closed; a cancellation that
+        arrives meanwhile is re-raised after that.
+
+        Raises:
+            asyncio.CancelledError: the caller was cancelled while they closed.
+        """
+        await finish(self._all())
+
+    async def _all(self) -> None:
+        while self._closing:
+            await asyncio.wait(set(self._closing))
 
 
 async def _keep(
@@ -229,11 +271,14 @@ async def run_attempt(
     *,
     task_id: str,
     staging: Path | None = None,
+    teardowns: Teardowns | None = None,
 ) -> tuple[Attempt, bool, ArtifactManifest | None]:
     """One attempt at a trial: its verdict, whether the agent ran out of time, and the
     manifest of the artifacts kept in ``staging`` (None when none were kept).
 
     ``staging``: the folder to keep the artifacts in; required for a separate-mode task.
+    ``teardowns``: where the agent's sandbox is closed in the background at the end
+    (default: it is closed before this returns).
     Never raises for infrastructure failures (they are the attempt's ``infra_error``) or
     scored failures (status ``fail``, reward 0, an ``error_kind``); only cancellation
     propagates, after every sandbox is closed. In shared mode on docker the attempt
@@ -338,7 +383,10 @@ async def run_attempt(
             await _finish(diffing)
         if sandbox is not None:
             with clock.step("teardown"):
-                await _close(sandbox, task_id)
+                if teardowns is not None:
+                    teardowns.close(sandbox, task_id)
+                else:
+                    await _close(sandbox, task_id)
     update: dict[str, Any] = {"timings": dict(clock.timings)}
     if changes is not None:
         update.update(
@@ -357,6 +405,7 @@ async def run_trial(
     trial: int,
     run_id: str = "",
     output_dir: str | os.PathLike[str] | None = None,
+    teardowns: Teardowns | None = None,
 ) -> TrialResult:
     """Run ``trial`` of ``task`` with ``agent``: up to ``1 + infra_retries`` attempts.
 
@@ -364,7 +413,9 @@ async def run_trial(
     ``output_dir``, the artifacts of the last attempt are kept in
     ``output_dir/artifacts/<task>/<trial>`` (its path relative to ``output_dir`` is the
     result's ``artifacts``); a separate-mode task without ``output_dir`` keeps them in a
-    temporary folder removed at the end.
+    temporary folder removed at the end. ``teardowns``: where the attempts' sandboxes are
+    closed in the background (the caller awaits :meth:`Teardowns.wait` before its run
+    ends); by default each is closed before its attempt returns.
 
     Raises:
         OSError: the artifact folder could not be moved into place (disk full, say).
@@ -392,7 +443,7 @@ async def run_trial(
             staging = base / f".{trial}.partial-{uuid.uuid4().hex[:8]}"
             stagings.append(staging)
         made, timed_out, manifest = await run_attempt(
-            task, agent, settings, task_id=task_id, staging=staging
+            task, agent, settings, task_id=task_id, staging=staging, teardowns=teardowns
         )
         return made
 
