@@ -96,6 +96,8 @@ log = logging.getLogger(__name__)
 
 #: The folder of a run's ``output_dir`` holding each trial's kept artifacts.
 ARTIFACTS_DIR = "artifacts"
+#: Seconds allowed for opening the verifier's root command session during the agent.
+_OPEN_TIMEOUT = 60.0
 
 
 class _Clock:
@@ -190,6 +192,15 @@ class Teardowns:
     async def _all(self) -> None:
         while self._closing:
             await asyncio.wait(set(self._closing))
+
+
+async def _open_root_session(sandbox: Sandbox) -> None:
+    """Run a no-op as root outside the agent's session while the agent works, so the
+    root command session the verifier's steps use is open when they start (on docker,
+    opening one is a ``docker exec`` of tens of milliseconds). A failure is left to the
+    verifier's own steps."""
+    with contextlib.suppress(SandboxError):
+        await sandbox.exec(":", timeout=_OPEN_TIMEOUT, session=False, user="0")
 
 
 async def _keep(
@@ -299,6 +310,7 @@ async def run_attempt(
     manifest: ArtifactManifest | None = None
     changes: SystemChanges | None = None
     diffing: asyncio.Future[SystemChanges | None] | None = None
+    opening: asyncio.Future[None] | None = None
     record = TrialRecord(staging, secrets=agent_secrets(agent)) if staging is not None else None
     try:
         with clock.step("image"):
@@ -318,6 +330,8 @@ async def run_attempt(
                 )
             except (SandboxError, ValueError, TaskError) as error:
                 raise TrialInfraError("sandbox_start", f"{type(error).__name__}: {error}") from None
+        if not separate and sandbox.backend == "docker" and sandbox.supports_user:
+            opening = asyncio.ensure_future(_open_root_session(sandbox))
         with clock.step("agent"), recording(record):
             timed_out = await _agent(agent, task, sandbox, agent_timeout)
         if not separate:
@@ -381,6 +395,9 @@ async def run_attempt(
     finally:
         if diffing is not None and not diffing.done():
             await _finish(diffing)
+        if opening is not None:
+            opening.cancel()
+            await asyncio.wait({opening})
         if sandbox is not None:
             with clock.step("teardown"):
                 if teardowns is not None:
