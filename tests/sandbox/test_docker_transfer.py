@@ -1,8 +1,8 @@
 """Transfers into a docker sandbox's missing folders: the folders are made by entries of
 the archive itself, as ``mkdir -p`` by root makes them (no command runs in the
 container), whoever the sandbox's user is. Downloads read the daemon's HTTP/1.0 answer
-whole, whatever pieces it comes in; small regular files are read in a root command
-session instead of through the daemon's archive endpoint."""
+whole, whatever pieces it comes in; small regular files are read, and small archives
+unpacked, in a root command session instead of through the daemon's archive endpoint."""
 
 from __future__ import annotations
 
@@ -54,6 +54,23 @@ def _tar(*members: tuple[str, bytes | None]) -> bytes:
                 info.size = len(data)
                 archive.addfile(info, io.BytesIO(data))
     return buffer.getvalue()
+
+
+def test_a_prefixed_tar_moves_a_member_named_by_a_pax_header() -> None:
+    buffer = io.BytesIO()
+    long = "ü-" + "n" * 120  # needs a pax header's path
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as archive:
+        info = tarfile.TarInfo(long)
+        info.size = 1
+        archive.addfile(info, io.BytesIO(b"x"))
+        link = tarfile.TarInfo("l-" + "n" * 120)
+        link.type, link.linkname = tarfile.LNKTYPE, long
+        archive.addfile(link)
+    moved = prefixed_tar(buffer.getvalue(), ["a", "b"])
+    with tarfile.open(fileobj=io.BytesIO(moved)) as read:
+        members = read.getmembers()
+    assert [m.name for m in members] == ["a", "a/b", f"a/b/{long}", "a/b/l-" + "n" * 120]
+    assert members[-1].linkname == f"a/b/{long}"
 
 
 def test_a_prefixed_tar_makes_the_folders_and_moves_every_member() -> None:
@@ -153,17 +170,27 @@ def test_a_download_answer_that_ends_early_says_so(tmp_path: Path) -> None:
         ours.close()
 
 
-def _archive_reads(container: str, since: float) -> int:
-    """How many times the daemon archived a path of ``container`` since ``since``."""
+def _events(container: str, since: float, event: str) -> int:
+    """How many ``event`` events the daemon had for ``container`` since ``since``."""
     daemon = DockerDaemon.open()
     try:
         events = daemon.api.events(
             since=int(since), until=int(time.time()) + 1, decode=True,
-            filters={"container": container, "event": "archive-path"},
+            filters={"container": container, "event": event},
         )  # fmt: skip
         return sum(1 for _ in events)
     finally:
         daemon.close()
+
+
+def _archive_reads(container: str, since: float) -> int:
+    """How many times the daemon archived a path of ``container`` since ``since``."""
+    return _events(container, since, "archive-path")
+
+
+def _extractions(container: str, since: float) -> int:
+    """How many archives the daemon unpacked into ``container`` since ``since``."""
+    return _events(container, since, "extract-to-dir")
 
 
 async def test_small_files_are_read_in_a_session_and_others_through_the_daemon(
@@ -182,3 +209,37 @@ async def test_small_files_are_read_in_a_session_and_others_through_the_daemon(
         with pytest.raises((FileNotFoundError, SandboxError)):
             await asyncio.wait_for(sb.read_file("/srv/pipe"), 20)
         assert await asyncio.to_thread(_archive_reads, container, since - 1) >= 1
+
+
+async def test_small_archives_are_unpacked_in_a_session_and_others_by_the_daemon(
+    setup: DockerSetup, tmp_path: Path
+) -> None:
+    small = tmp_path / "small"
+    (small / "in").mkdir(parents=True)
+    (small / "in" / "run.sh").write_text("echo hi\n")
+    (small / "in" / "run.sh").chmod(0o750)
+    (small / "data.bin").write_bytes(b"\0\xff")
+    named = tmp_path / "named"  # a name that needs a pax header
+    named.mkdir()
+    (named / ("ü-" + "n" * 120)).write_bytes(b"pax")
+    large = tmp_path / "large"
+    large.mkdir()
+    (large / "big.bin").write_bytes(os.urandom(200_000))
+    async with sandbox(setup, user="nobody") as sb:
+        container = getattr(sb, "container_id", "")
+        since = time.time()
+        await sb.upload_dir(small, "/srv/up")  # into missing folders
+        await sb.write_file("/srv/up/note.txt", "note")
+        await sb.upload_dir(named, "/srv/named/here")
+        assert await asyncio.to_thread(_extractions, container, since - 1) == 0
+        made = await sb.exec(
+            "stat -c '%a %u %g' /srv/up /srv/up/in/run.sh && /srv/up/in/run.sh",
+            session=False, user="0",
+        )  # fmt: skip
+        assert made.output.split("\n")[:3] == ["755 0 0", f"750 {os.getuid()} {os.getgid()}", "hi"]
+        assert await sb.read_file("/srv/up/data.bin") == b"\0\xff"
+        assert await sb.read_file("/srv/up/note.txt") == b"note"
+        assert await sb.read_file("/srv/named/here/" + "ü-" + "n" * 120) == b"pax"
+        await sb.upload_dir(large, "/srv/large")
+        assert await asyncio.to_thread(_extractions, container, since - 1) == 1
+        assert (await sb.exec("wc -c < /srv/large/big.bin")).output.strip() == "200000"
