@@ -5,8 +5,9 @@ An upload sends the tar header, then the host file with ``socket.sendfile`` (the
 copies it; nothing is held in memory), then the tar's padding and end blocks, under a
 ``Content-Length`` known in advance. A download asks in HTTP/1.0, so the daemon sends the
 tar as it is (no chunked coding) until it closes the connection; after the tar header,
-the file's bytes go from the socket to the host file with ``splice`` through a pipe (the
-kernel moves them; on systems without it, a reused buffer). Both do less work on the
+the file's bytes go from the socket to the host file with ``splice`` through a pipe that
+a writer thread empties while the socket is read (the kernel moves them; on systems
+without ``splice``, a reused buffer). Both do less work on the
 host than ``docker cp``, which does the same through the same endpoints.
 """
 
@@ -22,6 +23,7 @@ import os
 import select
 import socket
 import tarfile
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -45,6 +47,9 @@ _RECV: Final = 1 << 16
 _HEAD_LIMIT: Final = 1 << 16
 #: ``fcntl``'s F_SETPIPE_SZ (Linux): the splice pipe's capacity.
 _F_SETPIPE_SZ: Final = 1031
+#: Bytes the pipe between the socket and the file holds (the most an unprivileged
+#: process may ask for by default; a smaller pipe where refused).
+_PIPE_SIZE: Final = 1 << 20
 #: Whether the OS moves bytes between descriptors in the kernel (Linux).
 _SPLICE: Final = hasattr(os, "splice")
 
@@ -210,36 +215,63 @@ class _Answer:
         return count - left
 
     def _splice(self, left: int, fd: int) -> int:
-        """Move up to ``left`` bytes from the socket to ``fd`` in the kernel; the bytes not
-        moved (the answer ended, or the socket cannot be spliced: then the caller reads
-        them)."""
+        """Move up to ``left`` bytes from the socket to ``fd`` in the kernel, through a
+        pipe that a writer thread empties into ``fd`` while this one fills it (so a slow
+        disk write does not stop the socket being read); the bytes not moved (the answer
+        ended, or the socket cannot be spliced: then the caller reads them).
+
+        Raises:
+            TimeoutError: nothing came for the socket's timeout.
+            OSError: the file could not be written.
+        """
         read_end, write_end = os.pipe()
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(write_end, _F_SETPIPE_SZ, _PIPE_SIZE)
+        written = [0]
+        failure: list[BaseException] = []
+
+        def drain() -> None:
+            try:
+                while piece := os.splice(read_end, fd, _PIPE_SIZE):
+                    written[0] += piece
+            except BaseException as exc:  # reported by the reading thread
+                failure.append(exc)
+
+        writer = threading.Thread(target=drain, name="hermes-docker-download", daemon=True)
+        writer.start()
+        sent = 0
         try:
-            with contextlib.suppress(OSError):
-                fcntl.fcntl(write_end, _F_SETPIPE_SZ, TRANSFER_CHUNK)
-            timeout = self.sock.gettimeout()
-            while left:
-                try:
-                    moved = os.splice(self.sock.fileno(), write_end, min(left, TRANSFER_CHUNK))
-                except BlockingIOError:  # a socket with a timeout is non-blocking
-                    ready, _, _ = select.select([self.sock], [], [], timeout)
-                    if not ready:
-                        raise TimeoutError("docker: the download stalled") from None
-                    continue
-                except OSError as exc:
-                    if exc.errno in (errno.EINVAL, errno.ENOSYS):
-                        return left  # not spliceable here: read it instead
-                    raise
-                if not moved:
-                    return left
-                while moved:
-                    written = os.splice(read_end, fd, moved)
-                    moved -= written
-                    left -= written
-            return 0
+            sent = self._fill(write_end, left, failure)
         finally:
+            os.close(write_end)  # the writer ends once the pipe is empty
+            writer.join()
             os.close(read_end)
-            os.close(write_end)
+        if failure:
+            raise failure[0]
+        if written[0] != sent:
+            raise OSError(f"wrote {written[0]} of {sent} bytes to the file")
+        return left - sent
+
+    def _fill(self, pipe: int, left: int, failure: list[BaseException]) -> int:
+        """Splice up to ``left`` bytes of the socket into ``pipe``; how many."""
+        timeout = self.sock.gettimeout()
+        sent = 0
+        while sent < left and not failure:
+            try:
+                moved = os.splice(self.sock.fileno(), pipe, min(left - sent, _PIPE_SIZE))
+            except BlockingIOError:  # a socket with a timeout is non-blocking
+                ready, _, _ = select.select([self.sock], [], [], timeout)
+                if not ready:
+                    raise TimeoutError("docker: the download stalled") from None
+                continue
+            except OSError as exc:
+                if exc.errno in (errno.EINVAL, errno.ENOSYS):
+                    break  # not spliceable here: the caller reads the rest
+                raise
+            if not moved:
+                break
+            sent += moved
+        return sent
 
 
 def _path_stat(encoded: str) -> dict[str, Any]:
