@@ -22,7 +22,7 @@ def _execs(container: str, since: float) -> int:
     daemon = DockerDaemon.open()
     try:
         events = daemon.api.events(
-            since=int(since), until=int(time.time()) + 1, decode=True,
+            since=int(since), until=time.time(), decode=True,
             filters={"container": container, "event": "exec_create"},
         )  # fmt: skip
         return sum(1 for _ in events)

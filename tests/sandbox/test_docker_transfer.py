@@ -175,7 +175,7 @@ def _events(container: str, since: float, event: str) -> int:
     daemon = DockerDaemon.open()
     try:
         events = daemon.api.events(
-            since=int(since), until=int(time.time()) + 1, decode=True,
+            since=int(since), until=time.time(), decode=True,
             filters={"container": container, "event": event},
         )  # fmt: skip
         return sum(1 for _ in events)

@@ -174,12 +174,15 @@ class DockerSandbox(Sandbox):
 
     def _adopt(self, launched: Launched) -> None:
         """Take the image's workdir and user where the options leave them unset, and
-        make the container's command sessions."""
+        make the container's command sessions (the first one opening at once)."""
         self.workdir = launched.workdir
         self.image_user = launched.user
         self.user = self.options.user or launched.user
         assert self._daemon is not None
         self._sessions = SessionPool(self._daemon, launched.id, self._env)
+        # The commands' first shell opens while the caller gets on (its docker exec
+        # takes tens of milliseconds): the first command finds it ready or under way.
+        self._sessions.prime(self.user)
 
     async def _take_from_pool(self) -> bool:
         """Take a ready container from the warm pool if one fits; whether one was taken."""
