@@ -4,8 +4,10 @@ Runs every shipped sample task (``hermes_benchmarks/sample_tasks``) with the ora
 at concurrency 1 and then 8 (images built once first, so builds are cache hits), and
 prints the wall time per trial split into image, sandbox start, agent, integrity (the
 wait for the agent's system changes beyond the tests' set-up, and the check for
-processes left running with the reward's reads), verifier and teardown (medians), and
-the run's wall time per trial. When harbor's command line (``harbor``) is installed, it
+processes left running with the reward's reads), verifier and teardown (medians; in a
+run the sandbox is closed in the background while the next trial starts, so teardown is
+only what the trial waited, and the run's wall time includes the wait for the last
+closes), and the run's wall time per trial. When harbor's command line (``harbor``) is installed, it
 runs the same tasks with its oracle at concurrency 8 in the same run, and the ratio of
 the two wall times per trial is shown; otherwise that column is skipped, saying why.
 

@@ -693,3 +693,28 @@ async def test_a_dockerfile_build_stopped_early_leaves_no_container(
 async def _containers_running(api: Any, marker: str) -> list[str]:
     found = await asyncio.to_thread(api.containers, all=True)
     return [c["Id"] for c in found if marker in c.get("Command", "")]
+
+
+async def test_the_first_command_shell_opens_at_start_and_the_first_command_uses_it(
+    setup: DockerSetup, api: Any
+) -> None:
+    async with sandbox(setup) as sb:
+        since = time.time() - 1
+        container = sb.container_id
+
+        def execs() -> int:
+            events = api.events(
+                since=int(since), until=time.time(), decode=True,
+                filters={"container": container, "event": "exec_create"},
+            )  # fmt: skip
+            return sum(1 for _ in events)
+
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:  # opened without any command asking
+            if await asyncio.to_thread(execs) == 1:
+                break
+            await asyncio.sleep(0.05)
+        assert await asyncio.to_thread(execs) == 1
+        assert (await sb.exec("echo one")).output == "one\n"
+        assert (await sb.exec("echo two")).output == "two\n"
+        assert await asyncio.to_thread(execs) == 1  # both ran in the shell opened at start

@@ -33,7 +33,10 @@ while its daemon answers (the agent killed its keeper) are a ``fail`` with rewar
 their ``error_kind`` (:data:`~hermes_benchmarks.verdicts.SCORED_KINDS`). Only what the
 infrastructure did is an ``infra_error``.
 
-The sandboxes are closed whatever happens (cancellation included). Infrastructure
+The sandboxes are closed whatever happens (cancellation included); given a
+:class:`Teardowns`, the agent's sandbox is closed in the background once the verdict is
+known (the run awaits them all before it ends: the next trial starts meanwhile, and the
+``teardown`` timing is then only the time the trial waited, about 0). Infrastructure
 failures are retried ``infra_retries`` times; every attempt is kept in the result. With
 ``output_dir``, the last attempt's artifact folder becomes ``output_dir/artifacts/<task>/
 <trial>`` in one rename (named in the result's ``artifacts``); a declared artifact the
@@ -83,17 +86,26 @@ from hermes_benchmarks.sandboxes import (
     start_sandbox,
 )
 from hermes_benchmarks.verdicts import ScoredFailure, sandbox_gone
-from hermes_sandbox import Sandbox, SandboxError
+from hermes_sandbox import Sandbox, SandboxError, finish
 
 if TYPE_CHECKING:
     from hermes_sandbox.backends.docker import ServiceGroup
 
-__all__ = ["ARTIFACTS_DIR", "TrialSettings", "reverify_trial", "run_attempt", "run_trial"]
+__all__ = [
+    "ARTIFACTS_DIR",
+    "Teardowns",
+    "TrialSettings",
+    "reverify_trial",
+    "run_attempt",
+    "run_trial",
+]
 
 log = logging.getLogger(__name__)
 
 #: The folder of a run's ``output_dir`` holding each trial's kept artifacts.
 ARTIFACTS_DIR = "artifacts"
+#: Seconds allowed for opening the verifier's root command session during the agent.
+_OPEN_TIMEOUT = 60.0
 
 
 class _Clock:
@@ -198,11 +210,15 @@ async def _services(
     return group
 
 
-async def _close_services(services: ServiceGroup, task_id: str) -> None:
-    try:
-        await services.close()
-    except Exception as error:  # the attempt's verdict stands; reap_run removes them
-        log.warning("could not remove the services of %s: %s", task_id, error)
+async def _close_all(sandbox: Sandbox | None, services: ServiceGroup | None, task_id: str) -> None:
+    """Close ``sandbox``, then remove ``services`` (the sandbox uses their network)."""
+    if sandbox is not None:
+        await _close(sandbox, task_id)
+    if services is not None:
+        try:
+            await services.close()
+        except Exception as error:  # the attempt's verdict stands; reap_run removes them
+            log.warning("could not remove the services of %s: %s", task_id, error)
 
 
 async def _close(sandbox: Sandbox, task_id: str) -> None:
@@ -210,6 +226,50 @@ async def _close(sandbox: Sandbox, task_id: str) -> None:
         await close_fully(sandbox)
     except Exception as error:  # the attempt's verdict stands; the backend reaps it
         log.warning("could not close sandbox %s: %s", task_id, error)
+
+
+class Teardowns:
+    """The sandboxes of a run being closed in the background: :meth:`close` starts one,
+    :meth:`wait` (before the run ends, also when it is cancelled) sees every one closed."""
+
+    def __init__(self) -> None:
+        self._closing: set[asyncio.Task[None]] = set()
+
+    @property
+    def pending(self) -> int:
+        """How many sandboxes are still being closed."""
+        return len(self._closing)
+
+    def close(
+        self, sandbox: Sandbox | None, task_id: str, services: ServiceGroup | None = None
+    ) -> None:
+        """Start closing ``sandbox``, then removing ``services`` (a failure is logged, as
+        in a trial)."""
+        closing = asyncio.ensure_future(_close_all(sandbox, services, task_id))
+        self._closing.add(closing)
+        closing.add_done_callback(self._closing.discard)
+
+    async def wait(self) -> None:
+        """Return once every sandbox started closing is closed; a cancellation that
+        arrives meanwhile is re-raised after that.
+
+        Raises:
+            asyncio.CancelledError: the caller was cancelled while they closed.
+        """
+        await finish(self._all())
+
+    async def _all(self) -> None:
+        while self._closing:
+            await asyncio.wait(set(self._closing))
+
+
+async def _open_root_session(sandbox: Sandbox) -> None:
+    """Run a no-op as root outside the agent's session while the agent works, so the
+    root command session the verifier's steps use is open when they start (on docker,
+    opening one is a ``docker exec`` of tens of milliseconds). A failure is left to the
+    verifier's own steps."""
+    with contextlib.suppress(SandboxError):
+        await sandbox.exec(":", timeout=_OPEN_TIMEOUT, session=False, user="0")
 
 
 async def _keep(
@@ -296,11 +356,14 @@ async def run_attempt(
     *,
     task_id: str,
     staging: Path | None = None,
+    teardowns: Teardowns | None = None,
 ) -> tuple[Attempt, bool, ArtifactManifest | None]:
     """One attempt at a trial: its verdict, whether the agent ran out of time, and the
     manifest of the artifacts kept in ``staging`` (None when none were kept).
 
     ``staging``: the folder to keep the artifacts in; required for a separate-mode task.
+    ``teardowns``: where the agent's sandbox is closed in the background at the end
+    (default: it is closed before this returns).
     Never raises for infrastructure failures (they are the attempt's ``infra_error``) or
     scored failures (status ``fail``, reward 0, an ``error_kind``); only cancellation
     propagates, after every sandbox is closed. In shared mode on docker the attempt
@@ -322,6 +385,7 @@ async def run_attempt(
     manifest: ArtifactManifest | None = None
     changes: SystemChanges | None = None
     diffing: asyncio.Future[SystemChanges | None] | None = None
+    opening: asyncio.Future[None] | None = None
     record = TrialRecord(staging, secrets=agent_secrets(agent)) if staging is not None else None
     try:
         with clock.step("image"):
@@ -346,6 +410,8 @@ async def run_attempt(
                 )
             except (SandboxError, ValueError, TaskError) as error:
                 raise TrialInfraError("sandbox_start", f"{type(error).__name__}: {error}") from None
+        if not separate and sandbox.backend == "docker" and sandbox.supports_user:
+            opening = asyncio.ensure_future(_open_root_session(sandbox))
         with clock.step("agent"), recording(record):
             timed_out = await _agent(agent, task, sandbox, agent_timeout)
         if not separate:
@@ -409,12 +475,15 @@ async def run_attempt(
     finally:
         if diffing is not None and not diffing.done():
             await _finish(diffing)
+        if opening is not None:
+            opening.cancel()
+            await asyncio.wait({opening})
         if sandbox is not None or services is not None:
             with clock.step("teardown"):
-                if sandbox is not None:
-                    await _close(sandbox, task_id)
-                if services is not None:
-                    await _close_services(services, task_id)
+                if teardowns is not None:
+                    teardowns.close(sandbox, task_id, services)
+                else:
+                    await _close_all(sandbox, services, task_id)
     update: dict[str, Any] = {"timings": dict(clock.timings)}
     if changes is not None:
         update.update(
@@ -433,6 +502,7 @@ async def run_trial(
     trial: int,
     run_id: str = "",
     output_dir: str | os.PathLike[str] | None = None,
+    teardowns: Teardowns | None = None,
 ) -> TrialResult:
     """Run ``trial`` of ``task`` with ``agent``: up to ``1 + infra_retries`` attempts.
 
@@ -440,7 +510,9 @@ async def run_trial(
     ``output_dir``, the artifacts of the last attempt are kept in
     ``output_dir/artifacts/<task>/<trial>`` (its path relative to ``output_dir`` is the
     result's ``artifacts``); a separate-mode task without ``output_dir`` keeps them in a
-    temporary folder removed at the end.
+    temporary folder removed at the end. ``teardowns``: where the attempts' sandboxes are
+    closed in the background (the caller awaits :meth:`Teardowns.wait` before its run
+    ends); by default each is closed before its attempt returns.
 
     Raises:
         OSError: the artifact folder could not be moved into place (disk full, say).
@@ -468,7 +540,7 @@ async def run_trial(
             staging = base / f".{trial}.partial-{uuid.uuid4().hex[:8]}"
             stagings.append(staging)
         made, timed_out, manifest = await run_attempt(
-            task, agent, settings, task_id=task_id, staging=staging
+            task, agent, settings, task_id=task_id, staging=staging, teardowns=teardowns
         )
         return made
 

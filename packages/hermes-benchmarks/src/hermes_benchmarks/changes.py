@@ -1,9 +1,19 @@
 """What the agent changed in its sandbox's system, and whether a change can alter the tests.
 
 In shared mode the tests run on the agent's file system, so a binary or Python file the
-agent planted can decide them. After the agent's turn (before the tests) the harness asks
-the docker daemon for the container's changes against its image (``docker diff``) and
-keeps those outside the work directory in the trial's result. :func:`suspect_reasons`
+agent planted can decide them. After the agent's turn (before the tests) the harness reads
+the container's changes against its image (what ``docker diff`` lists) and keeps those
+outside the work directory in the trial's result.
+
+How they are read: when the container's overlay2 upper directory (named by the daemon's
+inspection) is on this machine and this process runs as root, by walking that directory
+as docker's own native overlay diff does (:func:`overlay_changes`: whiteouts and opaque
+folders are deletions, a path also in a lower layer is a change, else an addition; a
+few milliseconds, as it holds only what the container wrote); otherwise (a remote or
+rootless daemon, another storage driver, an upper directory with renamed folders or
+metadata-only copies) by the daemon's ``docker diff``, which on some daemons compares
+the whole image tree with the container's (0.3-0.6 s for a Debian image, measured on
+docker 20.10 with overlay2). :func:`suspect_reasons`
 applies the rule (the README's "Suspect trials" states it): a trial is *suspect* when a
 change can alter what the tests run:
 
@@ -26,16 +36,24 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
 import posixpath
+import stat as stat_mode
 import tarfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from hermes_sandbox import Sandbox, SandboxError
 from hermes_sandbox.backends.docker import DockerDaemon
 
-__all__ = ["MAX_RECORDED", "SystemChanges", "suspect_reasons", "system_changes"]
+__all__ = [
+    "MAX_RECORDED",
+    "SystemChanges",
+    "overlay_changes",
+    "suspect_reasons",
+    "system_changes",
+]
 
 #: At most this many changes are kept in a result (the count of all is kept beside).
 MAX_RECORDED: Final = 200
@@ -84,14 +102,19 @@ async def system_changes(sandbox: Sandbox) -> SystemChanges | None:
     base_url = sandbox.options.extra.get("base_url")
     daemon = await DockerDaemon.connect(base_url if isinstance(base_url, str) else None)
     try:
-        diff, info = await daemon.call(_diff_and_inspect, daemon, container)
+        info = await daemon.call(daemon.api.inspect_container, container)
+        local = await asyncio.to_thread(overlay_changes, info.get("GraphDriver") or {})
+        if local is not None:
+            entries = local
+        else:
+            diff = await daemon.call(daemon.api.diff, container)
+            entries = [
+                (_KINDS.get(int(entry.get("Kind", 0)), "C"), str(entry.get("Path", "")))
+                for entry in diff or []
+            ]
         config = info.get("Config") or {}
         workdir = str(config.get("WorkingDir") or "") or sandbox.workdir
         path_dirs = _path_dirs(config.get("Env") or [])
-        entries = [
-            (_KINDS.get(int(entry.get("Kind", 0)), "C"), str(entry.get("Path", "")))
-            for entry in diff or []
-        ]
         kept = [
             (kind, path)
             for kind, path in sorted(entries, key=lambda entry: entry[1])
@@ -111,11 +134,104 @@ async def system_changes(sandbox: Sandbox) -> SystemChanges | None:
     )
 
 
-def _diff_and_inspect(
-    daemon: DockerDaemon, container: str
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """The container's changes and its inspection (blocking; through the SDK client)."""
-    return daemon.api.diff(container), daemon.api.inspect_container(container)
+def overlay_changes(graph_driver: Mapping[str, Any]) -> list[tuple[str, str]] | None:
+    """The changes (``(kind, path)``, kind ``A``/``C``/``D``) of an overlay2 container
+    read from its upper directory on this machine, by the rule of docker's native overlay
+    diff, in its order; None when they cannot be read here so: another driver, the
+    directories absent here (a remote daemon: the container's id is in their names, so a
+    folder of that name is this container's), not root (overlay's ``trusted.`` marks are
+    unreadable), or a folder renamed or a file copied up by metadata only (the lower
+    layers then hold content the walk does not see). Blocking.
+
+    ``graph_driver``: the ``GraphDriver`` of the container's inspection.
+    """
+    data = graph_driver.get("Data") or {}
+    upper = data.get("UpperDir")
+    lowers = [d for d in str(data.get("LowerDir") or "").split(":") if d]
+    if (
+        graph_driver.get("Name") != "overlay2"
+        or not isinstance(upper, str)
+        or not lowers
+        or os.geteuid() != 0
+        or not os.path.isdir(upper)
+        or not all(os.path.isdir(d) for d in lowers)
+    ):
+        return None
+    try:
+        return _walk_upper(upper, lowers)
+    except (OSError, _NotNative):
+        return None
+
+
+class _NotNative(Exception):
+    """The upper directory uses an overlay feature the native diff cannot read."""
+
+
+def _marked(path: str, name: str) -> bytes:
+    try:
+        return os.getxattr(path, f"trusted.overlay.{name}", follow_symlinks=False)
+    except OSError:
+        return b""
+
+
+def _walk_upper(upper: str, lowers: Sequence[str]) -> list[tuple[str, str]]:
+    """Docker's ``changes()`` over an overlay upper directory: each entry in lexical
+    depth-first order; a whiteout (character device 0:0) or an opaque folder is a
+    deletion, an entry also in a lower layer a change (a folder whose size, mode and
+    time match is no change), else an addition; the parent of an addition or deletion
+    is listed as changed once."""
+    changes: list[tuple[str, str]] = []
+    changed_dirs: set[str] = set()
+    pending = [("/" + name) for name in sorted(os.listdir(upper), reverse=True)]
+    while pending:
+        path = pending.pop()
+        host = upper + path
+        info = os.lstat(host)
+        is_dir = stat_mode.S_ISDIR(info.st_mode)
+        if is_dir and _marked(host, "redirect"):
+            raise _NotNative(path)
+        if stat_mode.S_ISREG(info.st_mode) and _marked(host, "metacopy"):
+            raise _NotNative(path)
+        if is_dir:
+            pending.extend(f"{path}/{name}" for name in sorted(os.listdir(host), reverse=True))
+        whiteout = stat_mode.S_ISCHR(info.st_mode) and info.st_rdev == 0
+        if whiteout or (is_dir and _marked(host, "opaque") == b"y"):
+            kind = "D"
+        else:
+            kind = "A"
+            lower = next((s for s in (_lstat(d + path) for d in lowers) if s is not None), None)
+            if lower is not None:
+                if is_dir and stat_mode.S_ISDIR(lower.st_mode) and _same_dir(info, lower):
+                    continue
+                kind = "C"
+        if is_dir:
+            changed_dirs.add(path)
+        if kind != "C":
+            parent = posixpath.dirname(path)
+            if parent != "/" and parent not in changed_dirs:
+                changes.append(("C", parent))
+                changed_dirs.add(parent)
+        changes.append((kind, path))
+    return changes
+
+
+def _lstat(path: str) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def _same_dir(mine: os.stat_result, lower: os.stat_result) -> bool:
+    """Docker's test that a folder in the upper layer is unchanged: size, mode and time
+    alike (times without nanoseconds compare by their seconds)."""
+    if mine.st_size != lower.st_size or mine.st_mode != lower.st_mode:
+        return False
+    a, b = mine.st_mtime_ns, lower.st_mtime_ns
+    if a == b:
+        return True
+    seconds = a // 1_000_000_000 == b // 1_000_000_000
+    return seconds and (a % 1_000_000_000 == 0 or b % 1_000_000_000 == 0)
 
 
 def _path_dirs(env: Sequence[str]) -> list[str]:

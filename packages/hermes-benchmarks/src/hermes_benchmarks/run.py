@@ -34,7 +34,7 @@ from hermes_benchmarks._errors import OutputFolderError, ResultsFileError
 from hermes_benchmarks._results import FolderLock, ResultsLog, ResultT, TrialResult
 from hermes_benchmarks._summary import RunSummary, summarize
 from hermes_benchmarks._task import Task
-from hermes_benchmarks._trial import TrialSettings, run_trial
+from hermes_benchmarks._trial import Teardowns, TrialSettings, run_trial
 from hermes_envs import EnvSetupError, check_writable, write_whole
 from hermes_sandbox import RUN_ID, default_backends
 
@@ -348,6 +348,8 @@ async def run_benchmark(
     every finished trial (earlier runs' included when resuming) goes to
     ``output_dir/summary.json``, also when the run is cancelled (then re-raised).
     ``on_progress`` is called with the counts once at the start and after each trial.
+    Each trial's sandbox is closed in the background while the next trials run; all of
+    them are closed before this returns (or re-raises).
 
     Raises:
         ValueError: ``n_trials`` or ``max_concurrent_tasks`` is below 1.
@@ -389,18 +391,31 @@ async def run_benchmark(
     progress = RunProgress.resuming(len(tasks) * n_trials, log)
     if on_progress is not None:
         on_progress(progress, None)
+    teardowns = Teardowns()  # sandboxes closed while the next trials start
     jobs = [
-        partial(run_trial, task, agent, settings, trial=trial, run_id=RUN_ID, output_dir=folder)
+        partial(
+            run_trial,
+            task,
+            agent,
+            settings,
+            trial=trial,
+            run_id=RUN_ID,
+            output_dir=folder,
+            teardowns=teardowns,
+        )
         for trial in range(n_trials)
         for task in tasks
         if not log.is_finished(task.name, trial)
     ]
     difficulties = {task.name: task.difficulty for task in tasks}
-    return await run_jobs(
-        log,
-        jobs,
-        max_concurrent=max_concurrent_tasks,
-        summarize=lambda results: summarize(results, difficulties=difficulties, notes=notes),
-        summary_file=folder / SUMMARY_FILE,
-        on_result=progress.reporter(on_progress),
-    )
+    try:
+        return await run_jobs(
+            log,
+            jobs,
+            max_concurrent=max_concurrent_tasks,
+            summarize=lambda results: summarize(results, difficulties=difficulties, notes=notes),
+            summary_file=folder / SUMMARY_FILE,
+            on_result=progress.reporter(on_progress),
+        )
+    finally:
+        await teardowns.wait()

@@ -58,6 +58,10 @@ def prefixed_tar(archive: bytes, folders: Sequence[str]) -> bytes:
     ):
         for member in source:
             content = source.extractfile(member) if member.isreg() else None
+            # A pax header's path wins over the name when the member is written again:
+            # it goes, and is made afresh from the new name when one is needed.
+            dropped = ("path", "linkpath") if member.islnk() else ("path",)
+            member.pax_headers = {k: v for k, v in member.pax_headers.items() if k not in dropped}
             member.name = prefix + member.name.lstrip("/")
             if member.islnk():
                 member.linkname = prefix + member.linkname.lstrip("/")

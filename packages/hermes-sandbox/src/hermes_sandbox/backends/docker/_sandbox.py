@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import logging
 import posixpath
+import shlex
 import tarfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -23,6 +25,7 @@ from hermes_sandbox.backends.docker._archive import (
     single_file_tar,
 )
 from hermes_sandbox.backends.docker._daemon import DockerDaemon, resolve_docker_host
+from hermes_sandbox.backends.docker._helper import HELPER_BUSYBOX
 from hermes_sandbox.backends.docker._labels import LABEL, LABEL_RUN, LABEL_TASK, RUN_ID
 from hermes_sandbox.backends.docker._launch import LIFETIME_GRACE, Launched, launch_container
 from hermes_sandbox.backends.docker._pool import DockerWarmPool
@@ -37,7 +40,15 @@ from hermes_sandbox.backends.docker._session import Running, Session, SessionPoo
 from hermes_sandbox.backends.docker._spec import DEFAULT_WORKDIR, ContainerSpec, check_user
 from hermes_sandbox.backends.docker._transfer import download_file, upload_file
 
-__all__ = ["KILL_DRAIN", "KILL_TIMEOUT", "STOP_ATTEMPTS", "DockerSandbox"]
+__all__ = [
+    "KILL_DRAIN",
+    "KILL_TIMEOUT",
+    "SMALL_PUT",
+    "SMALL_READ",
+    "SMALL_READ_TIMEOUT",
+    "STOP_ATTEMPTS",
+    "DockerSandbox",
+]
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +61,22 @@ KILL_TIMEOUT: Final = 10.0
 #: gives up.
 STOP_ATTEMPTS: Final = 3
 
+#: Files of at most this many bytes are read through a root command session (the helper's
+#: ``cat``), larger ones through the daemon's archive endpoint.
+SMALL_READ: Final = 1 << 20
+#: Seconds a session read (or unpacking) of a small file may take before the daemon is
+#: asked instead.
+SMALL_READ_TIMEOUT: Final = 30.0
+#: Archives (uploads, written files) of at most this many bytes are unpacked by the
+#: helper's ``tar`` in a root command session, larger ones by the daemon.
+SMALL_PUT: Final = 1 << 16
+#: Characters kept of what a failed session unpacking printed (for the log).
+_PUT_OUTPUT: Final = 2000
+
 _DIR_BIT: Final = 1 << 31  # Go's os.ModeDir, as in the daemon's path stat
 _SYMLINK_BIT: Final = 1 << 27  # Go's os.ModeSymlink
+#: Go's os.ModeType: the bits of every kind of file but a regular one.
+_TYPE_BITS: Final = sum(1 << bit for bit in (31, 27, 26, 25, 24, 21, 19))
 _MAX_LINKS: Final = 16
 
 
@@ -149,12 +174,15 @@ class DockerSandbox(Sandbox):
 
     def _adopt(self, launched: Launched) -> None:
         """Take the image's workdir and user where the options leave them unset, and
-        make the container's command sessions."""
+        make the container's command sessions (the first one opening at once)."""
         self.workdir = launched.workdir
         self.image_user = launched.user
         self.user = self.options.user or launched.user
         assert self._daemon is not None
         self._sessions = SessionPool(self._daemon, launched.id, self._env)
+        # The commands' first shell opens while the caller gets on (its docker exec
+        # takes tens of milliseconds): the first command finds it ready or under way.
+        self._sessions.prime(self.user)
 
     async def _take_from_pool(self) -> bool:
         """Take a ready container from the warm pool if one fits; whether one was taken."""
@@ -221,21 +249,31 @@ class DockerSandbox(Sandbox):
         return await self._run_as(script, timeout=timeout, user=self.user)
 
     async def _run_as(self, script: str, *, timeout: float, user: str) -> ExecResult:
+        collector = OutputCollector(self.options.max_output_chars)
+        code, timed_out = await self._command(
+            script, timeout=timeout, user=user, feed=collector.feed
+        )
+        return ExecResult(collector.text(), code, timed_out, collector.truncated)
+
+    async def _command(
+        self, script: str, *, timeout: float, user: str, feed: Callable[[bytes], None]
+    ) -> tuple[int, bool]:
+        """Run ``script`` in a session of ``user``, its output given to ``feed``; its exit
+        status and whether it timed out (then killed, with status 124)."""
         daemon, container = self._require()
         if user:
             check_user(user)
         sessions = self._sessions
         if sessions is None:
             raise SandboxClosedError(f"sandbox {self.task_id} is closed")
-        collector = OutputCollector(self.options.max_output_chars)
-        running = Running(collector.feed)
+        running = Running(feed)
         session = await sessions.take(user)
         try:
             try:
                 await session.start(script, running)
             except SandboxClosedError:  # it died idle: the command goes to a fresh one
                 session = await sessions.take(user)
-                running = Running(collector.feed)
+                running = Running(feed)
                 await session.start(script, running)
         except BaseException:
             # Cancelled (or failed) while sending: the command may have gone out anyway.
@@ -249,7 +287,7 @@ class DockerSandbox(Sandbox):
                 # then keep what the dying command still prints.
                 await self._kill_running(daemon, container, session, running)
                 await asyncio.wait({end}, timeout=KILL_DRAIN)
-                return ExecResult(collector.text(), 124, True, collector.truncated)
+                return 124, True
             code = end.result()
         except BaseException:
             # Cancelled: the command must not outlive us.
@@ -257,7 +295,7 @@ class DockerSandbox(Sandbox):
             raise
         finally:
             end.cancel()
-        return ExecResult(collector.text(), code, False, collector.truncated)
+        return code, False
 
     async def _kill_running(
         self, daemon: DockerDaemon, container: str, session: Session, running: Running
@@ -344,6 +382,11 @@ class DockerSandbox(Sandbox):
             raise FileNotFoundError(f"no such file in sandbox {self.task_id}: {path}")
         if int(stat.get("mode", 0)) & _DIR_BIT:
             raise IsADirectoryError(f"{path} is a directory in sandbox {self.task_id}")
+        size = int(stat.get("size", -1))
+        if 0 <= size <= SMALL_READ and not int(stat.get("mode", 0)) & _TYPE_BITS:
+            data = await self._read_small(real, size)
+            if data is not None:
+                return data
 
         def read() -> bytes:
             return read_single_file(daemon.iter_archive(container, real), real)
@@ -360,6 +403,33 @@ class DockerSandbox(Sandbox):
                         f"(twice; {exc}): read it again once nothing writes it"
                     ) from exc
         raise AssertionError("unreachable")
+
+    async def _read_small(self, path: str, size: int) -> bytes | None:
+        """The bytes of the small regular file ``path``, read by the helper's ``cat`` in
+        a root command session (a few milliseconds, where the daemon's archive endpoint
+        starts a process of its own); None when that read fails or does not give the
+        ``size`` bytes the daemon's stat saw (the caller then reads through the daemon)."""
+        data = bytearray()
+
+        def feed(piece: bytes) -> None:
+            if len(data) <= size:
+                data.extend(piece[: size + 1 - len(data)])
+
+        script = f"exec {HELPER_BUSYBOX} cat -- {shlex.quote(path)} 2>/dev/null"
+        try:
+            code, timed_out = await self._command(
+                script, timeout=SMALL_READ_TIMEOUT, user="0", feed=feed
+            )
+        except SandboxClosedError:
+            raise
+        except SandboxError as exc:
+            log.info(
+                "docker: session read of %s failed (%s); reading through the daemon", path, exc
+            )
+            return None
+        if code != 0 or timed_out or len(data) != size:
+            return None
+        return bytes(data)
 
     async def upload_file(self, local: str | Path, remote: str) -> None:
         """Copy a host file into the sandbox, streamed (never held whole in memory).
@@ -442,19 +512,29 @@ class DockerSandbox(Sandbox):
 
     async def _put(self, directory: str, archive: bytes) -> None:
         daemon, container = self._require()
-        try:
-            await daemon.put_archive(container, directory, archive)
-            return
-        except FileNotFoundError:
-            pass
-        except NotADirectoryError as exc:
-            raise NotADirectoryError(
-                f"{directory} is not a directory in sandbox {self.task_id}"
-            ) from exc
+        missing = False
+        if len(archive) <= SMALL_PUT and _plain_tar(archive):
+            placed = await self._put_small(directory, archive)
+            if placed == "placed":
+                return
+            missing = placed == "missing"
+        if not missing:
+            try:
+                await daemon.put_archive(container, directory, archive)
+                return
+            except FileNotFoundError:
+                pass
+            except NotADirectoryError as exc:
+                raise NotADirectoryError(
+                    f"{directory} is not a directory in sandbox {self.task_id}"
+                ) from exc
         # The folder is missing: the archive goes into the nearest folder that exists,
         # with the missing ones made by entries of its own (no command to run).
         base, folders = await self._missing_folders(directory)
         moved = await asyncio.to_thread(prefixed_tar, archive, folders)
+        small = len(moved) <= SMALL_PUT and _plain_tar(moved)
+        if small and await self._put_small(base, moved) == "placed":
+            return
         try:
             await daemon.put_archive(container, base, moved)
         except FileNotFoundError as exc:
@@ -463,6 +543,40 @@ class DockerSandbox(Sandbox):
             raise NotADirectoryError(
                 f"cannot create directory {directory} in sandbox {self.task_id}: {exc}"
             ) from exc
+
+    async def _put_small(self, directory: str, archive: bytes) -> str:
+        """Unpack the small tar ``archive`` into the folder ``directory`` with the
+        helper's ``tar`` in a root command session (owners and modes as the archive
+        says, as the daemon's archive endpoint does, a few milliseconds where that
+        endpoint starts a process of its own): ``placed``; ``missing`` when there is no
+        such folder (nothing written); ``daemon`` when it is not a folder or the unpacking
+        failed (the caller asks the daemon, whose answer says why)."""
+        encoded = base64.b64encode(archive).decode()
+        script = (
+            f"set -o pipefail; d={shlex.quote(directory)}\n"
+            'if [ ! -d "$d" ]; then if [ -e "$d" ] || [ -L "$d" ]; then exit 3; fi; exit 4; fi\n'
+            f"printf %s '{encoded}' | {HELPER_BUSYBOX} base64 -d | "
+            f'{HELPER_BUSYBOX} tar -x -f - -C "$d" --numeric-owner 2>&1'
+        )
+        said = OutputCollector(_PUT_OUTPUT)
+        try:
+            code, timed_out = await self._command(
+                script, timeout=SMALL_READ_TIMEOUT, user="0", feed=said.feed
+            )
+        except SandboxClosedError:
+            raise
+        except SandboxError as exc:
+            log.info(
+                "docker: session upload into %s failed (%s); asking the daemon", directory, exc
+            )
+            return "daemon"
+        if code == 0 and not timed_out:
+            return "placed"
+        if code == 4:
+            return "missing"
+        if code != 3:
+            log.info("docker: session upload into %s failed (%s)", directory, said.text().strip())
+        return "daemon"
 
     async def _missing_folders(self, directory: str) -> tuple[str, list[str]]:
         """The nearest existing folder at or above ``directory``, and the names of the
@@ -501,6 +615,25 @@ class DockerSandbox(Sandbox):
             raise NotADirectoryError(f"{remote_dir} is not a directory in sandbox {self.task_id}")
         source = remote_dir.rstrip("/") + "/." if remote_dir != "/" else "/."
         return await daemon.fetch(container, daemon.get_archive_bytes, container, source)
+
+
+def _plain_tar(archive: bytes) -> bool:
+    """Whether the helper's ``tar`` reads ``archive`` as the daemon does: ustar entries,
+    with pax headers of their own (names, times), but no global pax header, GNU long
+    names or base-256 numbers (those go to the daemon). Times are kept to the second."""
+    at = 0
+    while at + tarfile.BLOCKSIZE <= len(archive):
+        header = archive[at : at + tarfile.BLOCKSIZE]
+        if not any(header):
+            return True
+        if header[156:157] in (b"g", b"L", b"K") or header[124] & 0x80:
+            return False
+        try:
+            size = int(header[124:136].strip(b"\0 ") or b"0", 8)
+        except ValueError:
+            return False
+        at += tarfile.BLOCKSIZE * (1 + -(-size // tarfile.BLOCKSIZE))
+    return True
 
 
 async def _end_of(session: Session, running: Running) -> int:

@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Final
 
-from hermes_sandbox._errors import SandboxClosedError
+from hermes_sandbox._errors import SandboxClosedError, SandboxError
 from hermes_sandbox.backends.docker._daemon import DockerDaemon
 from hermes_sandbox.backends.docker._helper import HELPER_BASH, HELPER_BUSYBOX
 from hermes_sandbox.backends.docker._scripts import harness_argv
@@ -256,10 +256,31 @@ class SessionPool:
         self._env = dict(env)
         self._sessions: list[Session] = []
         self._draining: set[asyncio.Task[None]] = set()
+        #: Sessions being opened ahead of time (``prime``), not yet claimed.
+        self._opening: list[tuple[str, asyncio.Future[Session]]] = []
+
+    def prime(self, user: str) -> None:
+        """Start opening a session of ``user`` in the background: the next ``take`` of
+        ``user`` finding none idle waits for it instead of opening another; unclaimed,
+        it joins the idle ones. A failure is left to ``take``, which then opens one."""
+        opening = asyncio.ensure_future(
+            Session.open(self._daemon, self._container, self._env, user)
+        )
+        entry = (user, opening)
+        self._opening.append(entry)
+
+        def opened(done: asyncio.Future[Session]) -> None:
+            failed = done.cancelled() or done.exception() is not None
+            if entry in self._opening:  # nobody claimed it
+                self._opening.remove(entry)
+                if not failed:
+                    self._sessions.append(done.result())
+
+        opening.add_done_callback(opened)
 
     async def take(self, user: str) -> Session:
-        """An idle session of ``user`` (claimed by the caller's next ``start``), opening
-        one if none is idle.
+        """An idle session of ``user`` (claimed by the caller's next ``start``), the one
+        being opened for ``user`` ahead of time, or a new one.
 
         Raises:
             SandboxClosedError, SandboxError, DockerUnreachableError: as ``Session.open``.
@@ -275,6 +296,21 @@ class SessionPool:
             if session.loop is loop and session.user == user and session.usable:
                 session.busy = True
                 return session
+        primed = self._claim(user, loop)
+        if primed is not None:
+            try:
+                session = await asyncio.shield(primed)
+            except asyncio.CancelledError:
+                primed.add_done_callback(self._adopt_opened)
+                raise
+            except SandboxError:  # it failed: open another
+                pass
+            else:
+                if session.usable:
+                    session.busy = True
+                    self._sessions.append(session)
+                    return session
+                self._sessions.append(session)  # dropped by the next take's sweep
         opening = asyncio.ensure_future(
             Session.open(self._daemon, self._container, self._env, user)
         )
@@ -287,6 +323,15 @@ class SessionPool:
         session.busy = True
         self._sessions.append(session)
         return session
+
+    def _claim(self, user: str, loop: asyncio.AbstractEventLoop) -> asyncio.Future[Session] | None:
+        """The session of ``user`` being opened ahead of time on ``loop``, now the
+        caller's (None when there is none)."""
+        for entry in self._opening:
+            if entry[0] == user and entry[1].get_loop() is loop:
+                self._opening.remove(entry)
+                return entry[1]
+        return None
 
     def _adopt_opened(self, opening: asyncio.Future[Session]) -> None:
         if not opening.cancelled() and opening.exception() is None:
@@ -305,7 +350,11 @@ class SessionPool:
         """Close every session of this event loop (idempotent); those of other loops end
         with their loop or the container."""
         loop = asyncio.get_running_loop()
+        opening = [f for _, f in self._opening if f.get_loop() is loop]
+        self._opening = [e for e in self._opening if e[1].get_loop() is not loop]
+        opened = await asyncio.gather(*opening, return_exceptions=True)
         sessions, self._sessions = self._sessions, []
+        sessions += [s for s in opened if isinstance(s, Session)]
         draining = [t for t in self._draining if t.get_loop() is loop]
         for task in draining:
             task.cancel()
