@@ -71,16 +71,10 @@ async def test_task_env_and_workdir_reach_the_agent_and_the_tests() -> None:
     assert (result.status, result.reward) == ("pass", 1.0), result.error
 
 
-async def test_a_compose_service_is_reached_by_name_and_removed_after() -> None:
+def _nothing_left() -> None:
+    """No container of this process and no services network is left on the daemon."""
     from hermes_sandbox.backends.docker import RUN_ID, DockerDaemon, list_containers
 
-    task = load_task(HARBOR / "multi-container")
-    assert task.compose is not None
-    assert [s.name for s in task.compose.services] == ["api-server"]
-    assert task.compose.main_depends_on == {"api-server": "service_healthy"}
-    result = await run_trial(task, OracleAgent(), SETTINGS, trial=0)
-    assert (result.status, result.reward) == ("pass", 1.0), result.error
-    assert "services" in result.timings
     assert not list_containers(run_id=RUN_ID)
     daemon = DockerDaemon.open()
     try:
@@ -90,6 +84,30 @@ async def test_a_compose_service_is_reached_by_name_and_removed_after() -> None:
     finally:
         daemon.close()
     assert not left
+
+
+async def test_a_compose_service_is_reached_by_name_and_removed_after() -> None:
+    task = load_task(HARBOR / "multi-container")
+    assert task.compose is not None
+    assert [s.name for s in task.compose.services] == ["api-server"]
+    assert task.compose.main_depends_on == {"api-server": "service_healthy"}
+    result = await run_trial(task, OracleAgent(), SETTINGS, trial=0)
+    assert (result.status, result.reward) == ("pass", 1.0), result.error
+    assert "services" in result.timings
+    _nothing_left()
+
+
+async def test_a_run_removes_its_compose_services_before_it_returns(tmp_path: Path) -> None:
+    """In a run the sandboxes close in the background; their services go after them,
+    and all of it before run_benchmark returns."""
+    from hermes_benchmarks import run_benchmark
+
+    task = load_task(HARBOR / "multi-container")
+    summary = await run_benchmark(
+        [task], OracleAgent(), SETTINGS, output_dir=tmp_path / "run", n_trials=2
+    )
+    assert (summary.overall.passed, summary.overall.trials) == (2, 2)
+    _nothing_left()
 
 
 async def test_without_its_service_the_same_agent_fails(tmp_path: Path) -> None:
