@@ -258,6 +258,49 @@ def test_strict_reasons_and_positions() -> None:
     assert "call to 'f'" in error.reason
 
 
+# Objects the C decoder refuses, read whole by ``parse`` (the decoder's own error, the
+# character it missed put back, or the object reader's steps in one expression) and
+# character by character by a stream (the object reader, then a second decode).
+REFUSED = [
+    '{"name": "f", "parameters": {"x" 1}}',  # a ":" missing
+    'Hi.\n{"name": "f",\n "parameters": {"x": 1 "y": 2}} and more {x}',  # a "," missing
+    'Note: {"name": "f" "parameters": {"a": [1 2]}}',  # two missing: the reader decides
+    '{"name": "f", "parameters": {"x": }}',  # a value missing
+    '{"name": "f", "parameters": {"x": 1,}} {"name": "g", "parameters": {}}',
+    '{"name": "f", "parameters": {"x": 1)}',  # rejected at ")"
+    '{"name": "f", "parameters": {"x": [1}}',  # a mismatched bracket
+    '{"name": "f", "parameters": {x}}',  # no key after "{"
+    '{"name": "f", "parameters": {"x" 1}',  # the text ends inside
+    '{"name": "f", "parameters": {"x" "unterminated',
+    '{"name": "f", "parameters": {"x" 1, "y": {',
+    'a {"name": "f", "parameters": {"s": "\\u00e9 \\" } [", "t" 2}}; '
+    '{"name": "g", "parameters": {}}',
+    '{"name": "f",\n"parameters": {"x"\n\n 1}}',
+]
+
+
+@pytest.mark.parametrize("name", BOTH)
+@pytest.mark.parametrize("text", REFUSED)
+def test_refused_objects_read_whole_as_the_object_reader_reads_them(name: str, text: str) -> None:
+    for strict in (False, True):
+        parser = get_parser(name, strict=strict)
+        assert _outcome(parser, [text]) == _outcome(parser, list(text))
+
+
+def _outcome(parser: Any, pieces: list[str]) -> Any:
+    """The result of streaming ``pieces`` (``parse`` for one piece), or its
+    ``ParseError``'s reason, position and snippet."""
+    try:
+        if len(pieces) == 1:
+            return parser.parse(pieces[0])
+        stream = parser.stream()
+        for piece in pieces:
+            stream.feed(piece)
+        return stream.close()
+    except ParseError as error:
+        return (error.reason, error.position, error.snippet)
+
+
 # streaming ------------------------------------------------------------------------------
 TRICKY = [
     '{"name": "a", "parameters": {"s": "q\\"uote \\\\ back\\\\"}}; {"name": "b", "parameters": {}}',
