@@ -12,7 +12,8 @@ compares the two on generated texts).
 from __future__ import annotations
 
 import zlib
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from hermes_parsers.result import ParseResult
 from hermes_parsers.tool_call import (
@@ -26,11 +27,22 @@ from hermes_parsers.tool_call import (
     ToolCall,
 )
 
-__all__ = ["QuickCall", "quick_call", "quick_calls_result", "quick_result"]
+__all__ = [
+    "Block",
+    "QuickCall",
+    "quick_blocks",
+    "quick_call",
+    "quick_calls_result",
+    "quick_named_call",
+    "quick_result",
+    "quick_section",
+]
 
 #: One call as the quick reading found it: name, decoded arguments (a dict), the call's
 #: text as written (its id's checksum covers it), the id the format wrote (or ``None``).
 QuickCall = tuple[Any, dict[str, Any], str, str | None]
+
+_T = TypeVar("_T")
 
 _new = object.__new__
 _crc32 = zlib.crc32
@@ -83,3 +95,112 @@ def quick_call(
 def quick_calls_result(content: str, calls: list[ToolCall]) -> ParseResult:
     """The ``ParseResult`` of ``content`` and calls made by ``quick_call``."""
     return _result(content.strip() or None, calls or None)
+
+
+def quick_named_call(
+    index: int, name: Any, arguments: dict[str, Any], raw: str, identifier: str | None = None
+) -> ToolCall | None:
+    """``quick_call`` for a name as the format read it: ``None`` unless it is a string
+    that is not empty once stripped (``quick_result``'s check of each call)."""
+    if type(name) is not str:
+        return None
+    name = name.strip()
+    if not name:
+        return None
+    return quick_call(index, name, arguments, raw, identifier)
+
+
+def quick_section(
+    text: str,
+    inner: int,
+    close: int,
+    markers: tuple[str, str, str],
+    read: Callable[[str, int, int, int, int], _T | None],
+) -> list[_T] | None:
+    """The calls of the section ``text[inner:close]`` when it holds only calls separated
+    by whitespace, each read by ``read``; ``None`` otherwise (no call, other text in the
+    section, a call not closed before the next one or the section's end, or a call
+    ``read`` refuses).
+
+    ``markers`` are the call's opening and closing markers and what both start with
+    (one search finds the closing marker and any opening marker before it). ``read(text,
+    index, start, at, end)`` gets the call's index in the section, where its opening
+    marker starts, and where the text between the markers starts and ends.
+    """
+    begin, end_marker, shared = markers
+    calls: list[_T] = []
+    position = inner
+    start = text.find(begin, inner, close)
+    while start >= 0:
+        if start != position and not text[position:start].isspace():
+            return None  # text in the section outside any call
+        at = start + len(begin)
+        end = text.find(shared, at, close)
+        while end >= 0 and not text.startswith(end_marker, end):
+            if text.startswith(begin, end):
+                return None  # not closed before the next call
+            end = text.find(shared, end + 1, close)
+        if end < 0:
+            return None  # not closed before the section's end
+        call = read(text, len(calls), start, at, end)
+        if call is None:
+            return None
+        calls.append(call)
+        position = end + len(end_marker)
+        start = text.find(begin, position, close)
+    if not calls or (position != close and not text[position:close].isspace()):
+        return None  # no call, or text after the last one
+    return calls
+
+
+#: What ``quick_blocks``' reader makes of a block: ``(name, arguments, id or None)`` for
+#: a call, ``True`` for a block the general path keeps as content, ``None`` for anything
+#: else (then the quick reading answers ``None``).
+Block = tuple[Any, dict[str, Any], str | None] | bool | None
+
+
+def quick_blocks(
+    text: str,
+    markers: tuple[str, str],
+    markup: tuple[str, ...],
+    read: Callable[[str, int, int], Block],
+) -> ParseResult | None:
+    """``parse``'s result for text whose calls each stand in a closed block (``markers``:
+    its opening and closing marker), with text around them that holds none of
+    ``markup`` (the format's other openers); ``None`` for anything else.
+
+    ``read(text, at, end)`` reads the block's body ``text[at:end]`` (see ``Block``).
+    """
+    begin, end_marker = markers
+    start = text.find(begin)
+    if start < 0:
+        return None
+    outside: list[str] = []
+    calls: list[QuickCall] = []
+    position = 0
+    while start >= 0:
+        if start != position:
+            gap = text[position:start]
+            for marker in markup:
+                if marker in gap:
+                    return None
+            outside.append(gap)
+        at = start + len(begin)
+        end = text.find(end_marker, at)
+        if end < 0:
+            return None
+        found = read(text, at, end)
+        position = end + len(end_marker)
+        if found is None or found is False:
+            return None
+        if found is True:
+            outside.append(text[start:position])
+        else:
+            calls.append((found[0], found[1], text[start:position], found[2]))
+        start = text.find(begin, position)
+    tail = text[position:]
+    for marker in markup:
+        if marker in tail:
+            return None
+    outside.append(tail)
+    return quick_result("".join(outside), calls)

@@ -79,7 +79,7 @@ from hermes_parsers.formats._xml_params import (
     template_text,
     trim_newlines,
 )
-from hermes_parsers.quick import quick_call, quick_calls_result
+from hermes_parsers.quick import Block, quick_blocks
 from hermes_parsers.result import ParseResult
 from hermes_parsers.scanner import Region
 from hermes_parsers.segments import Content, Malformed, RawCall, Segment
@@ -193,38 +193,16 @@ class Qwen3CoderParser(ToolCallParser):
         (``<function=``, ``<think>``) outside them: what the scanner and
         ``_read_tool_call`` give without a ``Malformed`` (inside a block the scanner looks
         for nothing but ``</tool_call>``, as here)."""
-        start = text.find(_CALL_START)
-        if start < 0 or self.think_prefilled:
+        if self.think_prefilled:
             return None
-        simple_call = self._simple_call
-        outside: list[str] = []
-        calls: list[ToolCall] = []
-        position = 0
-        while start >= 0:
-            if start != position:
-                gap = text[position:start]
-                if _FUNC_START in gap or _THINK_START in gap:
-                    return None
-                outside.append(gap)
-            at = start + len(_CALL_START)
-            end = text.find(_CALL_END, at)
-            if end < 0:
-                return None
-            found = simple_call(text, at, end)
-            if found is None:
-                return None
-            position = end + len(_CALL_END)
-            # quick_result's call, built in place (the name is stripped and not empty).
-            call = quick_call(len(calls), found[0], found[1], text[start:position])
-            if call is None:
-                return None
-            calls.append(call)
-            start = text.find(_CALL_START, position)
-        tail = text[position:]
-        if _FUNC_START in tail or _THINK_START in tail:
-            return None
-        outside.append(tail)
-        return quick_calls_result("".join(outside), calls)
+        return quick_blocks(
+            text, (_CALL_START, _CALL_END), (_FUNC_START, _THINK_START), self._quick_block
+        )
+
+    def _quick_block(self, text: str, at: int, end: int) -> Block:
+        """The call ``_simple_call`` reads in ``text[at:end]``, else ``None``."""
+        found = self._simple_call(text, at, end)
+        return None if found is None else (found[0], found[1], None)
 
     def _simple_call(
         self, text: str, begin: int = 0, stop: int | None = None
