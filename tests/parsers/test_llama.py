@@ -10,8 +10,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hermes_parsers import ContentDelta, ParseError, ToolCall, ToolCallEvent, get_parser
-from hermes_parsers.tool_call import FunctionCall
+from hermes_parsers import (
+    ContentDelta,
+    FunctionCall,
+    ParseError,
+    ToolCall,
+    ToolCallEvent,
+    get_parser,
+)
 from tests.parsers.steps import assert_linear
 from tests.parsers.streams import check_stream, chunkings
 

@@ -6,11 +6,11 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from hermes_parsers.arguments import decode_json_prefix, load_json
-from hermes_parsers.quick import Block, quick_blocks
-from hermes_parsers.result import ParseResult
-from hermes_parsers.segments import Content, Malformed, RawCall, Segment
-from hermes_parsers.tool_call import ToolCall
+from hermes_parsers._arguments import decode_json_prefix, load_json
+from hermes_parsers._quick import Block, quick_blocks
+from hermes_parsers._result import ParseResult
+from hermes_parsers._segments import Content, Malformed, RawCall, Segment
+from hermes_parsers._tool_call import ToolCall
 
 __all__ = [
     "call_from_object",
@@ -75,7 +75,7 @@ def quick_json_blocks(
     strict: bool,
     other_body: Callable[[str], bool] | None = None,
 ) -> ParseResult | None:
-    """The quick reading (see ``hermes_parsers.quick``) of a format whose calls are
+    """The quick reading (see ``hermes_parsers._quick``) of a format whose calls are
     closed ``start_tag``...``end_tag`` blocks read by ``read_json_object_body`` in a
     region that retries nested openers, and whose other openers are ``outside_markers``.
 

@@ -49,16 +49,16 @@ from abc import abstractmethod
 from collections.abc import Callable
 from typing import Any
 
-from hermes_parsers.api import register_parser
-from hermes_parsers.arguments import _SCAN, _SURROGATE_ESCAPE, load_json
-from hermes_parsers.base import ToolCallParser
-from hermes_parsers.errors import RenderError
+from hermes_parsers._api import register_parser
+from hermes_parsers._arguments import _SCAN, _SURROGATE_ESCAPE, load_json
+from hermes_parsers._base import ToolCallParser
+from hermes_parsers._errors import RenderError
+from hermes_parsers._quick import quick_call, quick_calls_result, quick_named_call, quick_section
+from hermes_parsers._result import ParseResult
+from hermes_parsers._scanner import MarkerScanner, Region, RegionSet, Scanner
+from hermes_parsers._segments import Malformed, RawCall, Reasoning, Segment
+from hermes_parsers._tool_call import ToolCall
 from hermes_parsers.formats._json_calls import escape_markers
-from hermes_parsers.quick import quick_call, quick_calls_result, quick_named_call, quick_section
-from hermes_parsers.result import ParseResult
-from hermes_parsers.scanner import MarkerScanner, Region, RegionSet, Scanner
-from hermes_parsers.segments import Malformed, RawCall, Reasoning, Segment
-from hermes_parsers.tool_call import ToolCall
 
 __all__ = ["DeepSeekV3Parser", "DeepSeekV31Parser"]
 

@@ -74,19 +74,19 @@ import math
 import re
 from typing import Any, ClassVar
 
-from hermes_parsers.api import register_parser
-from hermes_parsers.arguments import load_json
-from hermes_parsers.base import ToolCallParser
-from hermes_parsers.errors import RenderError
+from hermes_parsers._api import register_parser
+from hermes_parsers._arguments import load_json
+from hermes_parsers._base import ToolCallParser
+from hermes_parsers._errors import RenderError
+from hermes_parsers._quick import Block, quick_blocks
+from hermes_parsers._result import ParseResult
+from hermes_parsers._scanner import Region
+from hermes_parsers._schema import coerce_value
+from hermes_parsers._segments import Malformed, RawCall, Segment
+from hermes_parsers._tool_call import ToolCall
 from hermes_parsers.formats._json_calls import escape_markers
 from hermes_parsers.formats._python_literal import python_literal
 from hermes_parsers.formats._xml_params import same_json
-from hermes_parsers.quick import Block, quick_blocks
-from hermes_parsers.result import ParseResult
-from hermes_parsers.scanner import Region
-from hermes_parsers.schema import coerce_value
-from hermes_parsers.segments import Malformed, RawCall, Segment
-from hermes_parsers.tool_call import ToolCall
 
 __all__ = ["Glm45Parser", "Glm47Parser"]
 

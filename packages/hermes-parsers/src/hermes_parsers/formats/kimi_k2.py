@@ -52,16 +52,16 @@ import enum
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from hermes_parsers.api import register_parser
-from hermes_parsers.arguments import decode_json_prefix, load_json, object_at
-from hermes_parsers.base import ToolCallParser
-from hermes_parsers.errors import RenderError
+from hermes_parsers._api import register_parser
+from hermes_parsers._arguments import decode_json_prefix, load_json, object_at
+from hermes_parsers._base import ToolCallParser
+from hermes_parsers._errors import RenderError
+from hermes_parsers._quick import QuickCall, quick_result, quick_section
+from hermes_parsers._result import ParseResult
+from hermes_parsers._scanner import Scanner
+from hermes_parsers._segments import Content, Malformed, RawCall, Reasoning, Segment
+from hermes_parsers._tool_call import ToolCall
 from hermes_parsers.formats._json_calls import escape_markers
-from hermes_parsers.quick import QuickCall, quick_result, quick_section
-from hermes_parsers.result import ParseResult
-from hermes_parsers.scanner import Scanner
-from hermes_parsers.segments import Content, Malformed, RawCall, Reasoning, Segment
-from hermes_parsers.tool_call import ToolCall
 
 __all__ = ["KimiK2Parser"]
 

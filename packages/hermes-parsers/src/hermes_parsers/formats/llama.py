@@ -72,13 +72,13 @@ import json
 import re
 from typing import Any, Final
 
-from hermes_parsers.api import register_parser
-from hermes_parsers.arguments import decode_json_prefix, json_end, load_json
-from hermes_parsers.base import ToolCallParser
-from hermes_parsers.errors import RenderError
-from hermes_parsers.scanner import Scanner
-from hermes_parsers.segments import Content, Malformed, RawCall, Reasoning, Segment
-from hermes_parsers.tool_call import ToolCall
+from hermes_parsers._api import register_parser
+from hermes_parsers._arguments import decode_json_prefix, json_end, load_json
+from hermes_parsers._base import ToolCallParser
+from hermes_parsers._errors import RenderError
+from hermes_parsers._scanner import Scanner
+from hermes_parsers._segments import Content, Malformed, RawCall, Reasoning, Segment
+from hermes_parsers._tool_call import ToolCall
 
 __all__ = ["Llama3JsonParser", "Llama4JsonParser"]
 

@@ -65,9 +65,14 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal
 
-from hermes_parsers.api import register_parser
-from hermes_parsers.base import ToolCallParser
-from hermes_parsers.errors import RenderError
+from hermes_parsers._api import register_parser
+from hermes_parsers._base import ToolCallParser
+from hermes_parsers._errors import RenderError
+from hermes_parsers._quick import Block, quick_blocks
+from hermes_parsers._result import ParseResult
+from hermes_parsers._scanner import Region
+from hermes_parsers._segments import Content, Malformed, RawCall, Segment
+from hermes_parsers._tool_call import ToolCall
 from hermes_parsers.formats._json_calls import read_json_object_body
 from hermes_parsers.formats._xml_params import (
     _UNTYPED_STARTS,
@@ -79,11 +84,6 @@ from hermes_parsers.formats._xml_params import (
     template_text,
     trim_newlines,
 )
-from hermes_parsers.quick import Block, quick_blocks
-from hermes_parsers.result import ParseResult
-from hermes_parsers.scanner import Region
-from hermes_parsers.segments import Content, Malformed, RawCall, Segment
-from hermes_parsers.tool_call import ToolCall
 
 __all__ = ["Qwen3CoderParser"]
 

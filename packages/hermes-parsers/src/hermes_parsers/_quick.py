@@ -15,8 +15,8 @@ import zlib
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from hermes_parsers.result import ParseResult
-from hermes_parsers.tool_call import (
+from hermes_parsers._result import ParseResult
+from hermes_parsers._tool_call import (
     _SET_FUNCTION,
     _SET_ID,
     _SET_NAME,

@@ -10,7 +10,7 @@ from json.encoder import c_make_encoder as _c_make_encoder  # type: ignore[attr-
 from json.encoder import encode_basestring as _encode_basestring
 from typing import Any
 
-from hermes_parsers.errors import ArgumentsError
+from hermes_parsers._errors import ArgumentsError
 
 __all__ = [
     "ArgumentsError",
