@@ -10,14 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hermes_parsers import (
-    ContentDelta,
-    FunctionCall,
-    ParseError,
-    ToolCall,
-    ToolCallEvent,
-    get_parser,
-)
+import hermes_parsers
+from hermes_parsers import ContentDelta, ParseError, ToolCall, ToolCallEvent, get_parser
 from tests.parsers.steps import assert_linear
 from tests.parsers.streams import check_stream, chunkings
 
@@ -25,7 +19,8 @@ BOTH = ["llama3_json", "llama4_json"]
 
 
 def _call(name: str, arguments: dict[str, Any], call_id: str = "call_1") -> ToolCall:
-    return ToolCall(call_id, FunctionCall(name, json.dumps(arguments, ensure_ascii=False)))
+    arguments_text = json.dumps(arguments, ensure_ascii=False)
+    return ToolCall(call_id, hermes_parsers.FunctionCall(name, arguments_text))
 
 
 def _plain(text: str, name: str = "llama3_json", **options: Any) -> tuple[Any, ...]:
