@@ -69,24 +69,32 @@ def quick_result(content: str, calls: list[QuickCall]) -> ParseResult | None:
 
 
 def quick_call(
-    index: int, name: str, arguments: dict[str, Any], raw: str, identifier: str | None = None
+    index: int,
+    name: str,
+    arguments: dict[str, Any],
+    raw: str,
+    identifier: str | None = None,
+    checksum: int = -1,
 ) -> ToolCall | None:
     """The call at ``index`` of ``name`` (already stripped, not empty) with ``arguments``
     decoded from ``raw``: ``ToolCall._build(id, FunctionCall.from_value(name,
     arguments))`` inlined, its id ``identifier`` or the assembler's
     ``call_{index}_{crc32:08x}`` of ``raw``'s UTF-8; ``None`` if ``raw`` holds a lone
-    surrogate."""
-    try:
-        data = raw.encode()  # UTF-8: the id's checksum covers these bytes
-    except UnicodeEncodeError:
-        return None
+    surrogate. A caller that has that crc32 (and so knows ``raw`` holds no lone
+    surrogate) passes it as ``checksum``; ``raw`` is then not read."""
+    if checksum < 0:
+        try:
+            data = raw.encode()  # UTF-8: the id's checksum covers these bytes
+        except UnicodeEncodeError:
+            return None
+        checksum = 0 if identifier else _crc32(data)
     function = _new(FunctionCall)
     _SET_NAME(function, name)
     _SET_TEXT(function, None)
     _SET_VALUE(function, arguments)
     call = _new(ToolCall)
     # printf-style costs less here than an f-string.
-    _SET_ID(call, identifier or "call_%d_%08x" % (index, _crc32(data)))  # noqa: UP031
+    _SET_ID(call, identifier or "call_%d_%08x" % (index, checksum))  # noqa: UP031
     _SET_FUNCTION(call, function)
     _SET_TYPE(call, "function")
     return call

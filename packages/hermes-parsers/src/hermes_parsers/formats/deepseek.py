@@ -45,6 +45,7 @@ A section holding no good call is kept as content whole. Arguments are JSON, so 
 from __future__ import annotations
 
 import re
+import zlib
 from abc import abstractmethod
 from collections.abc import Callable
 from typing import Any
@@ -76,6 +77,11 @@ _THINK_END = "</think>"
 _ESCAPE = (CALLS_BEGIN, CALLS_END, CALL_BEGIN, CALL_END, SEP, EOS, _THINK_START, _THINK_END)
 # A call's markers and what both start with, for ``quick_section``.
 _CALL_MARKERS = (CALL_BEGIN, CALL_END, "<｜tool▁call▁")
+# For the checksum of a V3.1 call's text, taken piece by piece.
+_BEGIN_CRC = zlib.crc32(CALL_BEGIN.encode())
+_SEP_UTF8 = SEP.encode()
+_CALL_END_UTF8 = CALL_END.encode()
+_crc32 = zlib.crc32
 
 #: Reads the text between ``<｜tool▁call▁begin｜>`` and ``<｜tool▁call▁end｜>``:
 #: ``(name, arguments)`` or the reason it is malformed.
@@ -394,24 +400,35 @@ class DeepSeekV31Parser(_DeepSeekParser):
         return read_v31_call(body)
 
     def _quick_call(self, text: str, index: int, start: int, at: int, end: int) -> ToolCall | None:
-        # ``read_v31_call`` without slices: NAME, the separator, a JSON object read in
-        # place; the base class's reading for anything else.
+        # ``read_v31_call`` in place: NAME, the separator, a JSON object; the base class's
+        # reading for anything else. The id's checksum is taken piece by piece, so the
+        # call's text (wide characters in its markers) is neither sliced nor encoded
+        # whole.
         sep = text.find(SEP, at, end)
         if sep < 0:
             return None
-        name = text[at:sep].strip()
+        head = text[at:sep]
+        name = head.strip()
         if not name.isidentifier() and (not name or _WHITESPACE.search(name) or "<｜" in name):
             return None
         json_at = sep + len(SEP)
         if json_at == end or text[json_at] != "{":
             return super()._quick_call(text, index, start, at, end)  # no arguments, or space
+        body = text[json_at:end]
         try:
-            value, stop = _SCAN(text, json_at)
+            value, stop = _SCAN(body, 0)
         except (StopIteration, ValueError, RecursionError):
             return None
-        if stop != end or type(value) is not dict or _SURROGATE_ESCAPE.search(text, json_at, end):
+        if stop != len(body) or type(value) is not dict or _SURROGATE_ESCAPE.search(body):
             return None
-        return quick_call(index, name, value, text[start : end + len(CALL_END)])
+        try:  # the crc32 of the call's UTF-8, as quick_call takes it of the whole text
+            checksum = _crc32(
+                _CALL_END_UTF8,
+                _crc32(body.encode(), _crc32(_SEP_UTF8, _crc32(head.encode(), _BEGIN_CRC))),
+            )
+        except UnicodeEncodeError:  # a lone surrogate
+            return None
+        return quick_call(index, name, value, "", checksum=checksum)
 
     def _render_calls(self, calls: list[ToolCall]) -> str:
         parts = []
