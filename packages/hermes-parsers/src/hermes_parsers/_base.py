@@ -164,7 +164,7 @@ class ToolCallParser(ABC):
 
     def _parse_markup(self, text: str) -> ParseResult:
         """``parse`` without the shortcut for text that holds none of ``openers``."""
-        scanner = self._scanner()
+        scanner = self._whole_text_scanner()
         assembler = Assembler(self.name, strict=self.strict)
         if type(scanner) is MarkerScanner:
             assembler.add(scanner.scan(text), events=False)
@@ -172,6 +172,11 @@ class ToolCallParser(ABC):
             assembler.add(scanner.feed(text), events=False)
             assembler.add(scanner.finish(), events=False)
         return assembler.result()
+
+    def _whole_text_scanner(self) -> Scanner:
+        """The scanner ``parse`` feeds the whole text to at once, then finishes: by
+        default the one streaming uses (``_scanner``)."""
+        return self._scanner()
 
     def stream(self) -> StreamParser:
         """Start an incremental parse; see ``StreamParser``."""

@@ -162,7 +162,11 @@ class _LlamaScanner:
     rescans text it has already settled.
     """
 
-    def __init__(self, *, think_prefilled: bool) -> None:
+    def __init__(self, *, think_prefilled: bool, whole: bool = False) -> None:
+        # A lenient parse of the whole text (one feed, then finish): malformed markup is
+        # content, so a refused object that no markup follows is content to the end, and
+        # where it ends need not be found (``_refused``).
+        self._whole = whole
         self._mode = _THINK if think_prefilled else _CONTENT
         self._carry = ""  # content: text that may begin a marker
         self._pos = 0  # absolute offset of the start of ``_carry``
@@ -259,7 +263,8 @@ class _LlamaScanner:
             i = j
         start = i
         while True:
-            found = (_CONTENT_STOP if self._at_call else _SOFT_STOP).search(s, i)
+            hard = self._at_call
+            found = (_CONTENT_STOP if hard else _SOFT_STOP).search(s, i)
             if found is None:
                 self._emit(s[start:], out)
                 return n
@@ -267,7 +272,9 @@ class _LlamaScanner:
             if s[j] == "{":
                 self._emit(s[start:j], out)
                 start = j
-                if not self._at_call:
+                # _SOFT_STOP found only a "{" that can open an object; a "{" found at a
+                # call position that the content before it has just left is checked here.
+                if hard and not self._at_call:
                     k = _SPACE.match(s, j + 1).end()  # type: ignore[union-attr]
                     if k < n and s[k] != '"' and s[k] != "}":
                         # Cannot open an object (``{x}``, ``{ to``): ordinary text, as
@@ -370,6 +377,22 @@ class _LlamaScanner:
         """
         at = error.pos
         missing = _MISSING.get(error.msg)
+        if (
+            self._whole
+            and missing is not None
+            and at < len(s)
+            and s.find("{", at) < 0
+            and s.find("<", at) < 0
+        ):
+            # A wrong character at ``at`` (not the end of the text), and no object or
+            # marker can start after it (the object reader passes over the valid JSON
+            # before it): from the object on, the text is content whatever the reader
+            # would decide.
+            self._mode = _CONTENT
+            self._parts = []
+            self._at_call = self._after_call = False
+            out.append(Content(prefix + s[j:]))
+            return len(s)
         cost = len(s) - j  # the copy, and at most as much decoding
         if missing is not None and self._budget > 2 * cost:
             self._budget -= 2 * cost
@@ -610,6 +633,9 @@ class _LlamaJsonParser(ToolCallParser):
 
     def _scanner(self) -> Scanner:
         return _LlamaScanner(think_prefilled=self.think_prefilled)
+
+    def _whole_text_scanner(self) -> Scanner:
+        return _LlamaScanner(think_prefilled=self.think_prefilled, whole=not self.strict)
 
     def _check_rendered(
         self, rendered: str, content: str, calls: list[ToolCall], reasoning: str | None
