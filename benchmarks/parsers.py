@@ -61,9 +61,8 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
-from hermes_parsers import ToolCall, ToolCallParser, get_parser, list_parsers
+from hermes_parsers import FunctionCall, ToolCall, ToolCallParser, get_parser, list_parsers
 from hermes_parsers.adversarial import growth_units
-from hermes_parsers.tool_call import FunctionCall
 
 LINEAR_LIMIT = 20.0
 JSON_LIMIT = 3.0

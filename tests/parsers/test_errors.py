@@ -12,6 +12,7 @@ import pytest
 import hermes_parsers
 from hermes_parsers import (
     ArgumentsError,
+    FunctionCall,
     HermesParsersError,
     NotTextError,
     OptionError,
@@ -25,9 +26,8 @@ from hermes_parsers import (
     UnknownParserError,
     get_parser,
 )
-from hermes_parsers import errors as errors_module
+from hermes_parsers import _errors as errors_module
 from hermes_parsers.formats.hermes import HermesParser
-from hermes_parsers.tool_call import FunctionCall
 
 
 def test_every_error_class_derives_from_the_root() -> None:

@@ -8,9 +8,11 @@ only these names and the root's (``tests/test_import_graph.py``), and the root's
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 import pytest
 
+import hermes_parsers
 from hermes_parsers import HermesParsersError
 from tests.exported_members import export_problems, exported_errors, public_subpackages
 
@@ -27,6 +29,28 @@ SUBPACKAGES: dict[str, list[str]] = {
         "qwen3_coder",
     ],
 }
+
+
+#: Every module public by its path (no part of its dotted name starts with ``_``) besides
+#: the root and the subpackages: the command (``cli``; ``__main__`` runs it), the growth
+#: helper the README documents, and the built-in formats. Every other module is private.
+MODULES: list[str] = sorted(
+    [
+        "hermes_parsers.adversarial",
+        "hermes_parsers.cli",
+        *(f"hermes_parsers.formats.{name}" for name in SUBPACKAGES["hermes_parsers.formats"]),
+    ]
+)
+
+
+def test_the_public_modules_are_pinned() -> None:
+    root = Path(hermes_parsers.__file__).parent
+    found = []
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root).with_suffix("").parts
+        if path.name != "__init__.py" and not any(part.startswith("_") for part in parts):
+            found.append(".".join(["hermes_parsers", *parts]))
+    assert sorted(found) == MODULES
 
 
 def test_the_public_subpackages_are_pinned() -> None:

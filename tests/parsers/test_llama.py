@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import hermes_parsers
 from hermes_parsers import ContentDelta, ParseError, ToolCall, ToolCallEvent, get_parser
-from hermes_parsers.tool_call import FunctionCall
 from tests.parsers.steps import assert_linear
 from tests.parsers.streams import check_stream, chunkings
 
@@ -19,7 +19,8 @@ BOTH = ["llama3_json", "llama4_json"]
 
 
 def _call(name: str, arguments: dict[str, Any], call_id: str = "call_1") -> ToolCall:
-    return ToolCall(call_id, FunctionCall(name, json.dumps(arguments, ensure_ascii=False)))
+    arguments_text = json.dumps(arguments, ensure_ascii=False)
+    return ToolCall(call_id, hermes_parsers.FunctionCall(name, arguments_text))
 
 
 def _plain(text: str, name: str = "llama3_json", **options: Any) -> tuple[Any, ...]:
@@ -256,6 +257,49 @@ def test_strict_reasons_and_positions() -> None:
     error = _strict_error('{"name": "f", "parameters": "x"}')
     assert error.position == 0
     assert "call to 'f'" in error.reason
+
+
+# Objects the C decoder refuses, read whole by ``parse`` (the decoder's own error, the
+# character it missed put back, or the object reader's steps in one expression) and
+# character by character by a stream (the object reader, then a second decode).
+REFUSED = [
+    '{"name": "f", "parameters": {"x" 1}}',  # a ":" missing
+    'Hi.\n{"name": "f",\n "parameters": {"x": 1 "y": 2}} and more {x}',  # a "," missing
+    'Note: {"name": "f" "parameters": {"a": [1 2]}}',  # two missing: the reader decides
+    '{"name": "f", "parameters": {"x": }}',  # a value missing
+    '{"name": "f", "parameters": {"x": 1,}} {"name": "g", "parameters": {}}',
+    '{"name": "f", "parameters": {"x": 1)}',  # rejected at ")"
+    '{"name": "f", "parameters": {"x": [1}}',  # a mismatched bracket
+    '{"name": "f", "parameters": {x}}',  # no key after "{"
+    '{"name": "f", "parameters": {"x" 1}',  # the text ends inside
+    '{"name": "f", "parameters": {"x" "unterminated',
+    '{"name": "f", "parameters": {"x" 1, "y": {',
+    'a {"name": "f", "parameters": {"s": "\\u00e9 \\" } [", "t" 2}}; '
+    '{"name": "g", "parameters": {}}',
+    '{"name": "f",\n"parameters": {"x"\n\n 1}}',
+]
+
+
+@pytest.mark.parametrize("name", BOTH)
+@pytest.mark.parametrize("text", REFUSED)
+def test_refused_objects_read_whole_as_the_object_reader_reads_them(name: str, text: str) -> None:
+    for strict in (False, True):
+        parser = get_parser(name, strict=strict)
+        assert _outcome(parser, [text]) == _outcome(parser, list(text))
+
+
+def _outcome(parser: Any, pieces: list[str]) -> Any:
+    """The result of streaming ``pieces`` (``parse`` for one piece), or its
+    ``ParseError``'s reason, position and snippet."""
+    try:
+        if len(pieces) == 1:
+            return parser.parse(pieces[0])
+        stream = parser.stream()
+        for piece in pieces:
+            stream.feed(piece)
+        return stream.close()
+    except ParseError as error:
+        return (error.reason, error.position, error.snippet)
 
 
 # streaming ------------------------------------------------------------------------------

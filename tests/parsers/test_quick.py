@@ -1,5 +1,5 @@
 """The quick reading of well-formed text (a format's ``_parse_quick``, see
-``hermes_parsers.quick``) gives the general path's answer for every text it accepts, in
+``hermes_parsers._quick``) gives the general path's answer for every text it accepts, in
 lenient and strict mode; and it does accept the well-formed text ``render`` writes."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hermes_parsers import ParseError, ToolCall, ToolCallParser, get_parser, list_parsers
-from hermes_parsers.arguments import decode_json_prefix, object_prefix
+from hermes_parsers._arguments import decode_json_prefix, object_prefix
 from tests.parsers.strategies import ARGUMENTS, NAMES, TEXT
 
 #: The formats that read some texts quickly.

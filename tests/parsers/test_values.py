@@ -12,8 +12,7 @@ import json
 
 import pytest
 
-from hermes_parsers import ParseError, ToolCall, get_parser, list_parsers
-from hermes_parsers.tool_call import FunctionCall
+from hermes_parsers import FunctionCall, ParseError, ToolCall, get_parser, list_parsers
 
 PLACEHOLDER = "PLACEHOLDER"
 BAD_VALUES = {

@@ -12,9 +12,9 @@
 from __future__ import annotations
 
 from hermes_parsers import formats as _formats  # registers the built-in formats
-from hermes_parsers.api import get_parser, list_parsers, register_parser
-from hermes_parsers.base import ToolCallParser
-from hermes_parsers.errors import (
+from hermes_parsers._api import get_parser, list_parsers, register_parser
+from hermes_parsers._base import ToolCallParser
+from hermes_parsers._errors import (
     ArgumentsError,
     HermesParsersError,
     NotTextError,
@@ -26,11 +26,11 @@ from hermes_parsers.errors import (
     ToolCallError,
     UnknownParserError,
 )
-from hermes_parsers.events import ContentDelta, ReasoningDelta, StreamEvent, ToolCallEvent
-from hermes_parsers.registry import ENTRY_POINT_GROUP, ParserRegistry
-from hermes_parsers.result import ParseResult
-from hermes_parsers.stream import StreamParser
-from hermes_parsers.tool_call import FunctionCall, ToolCall
+from hermes_parsers._events import ContentDelta, ReasoningDelta, StreamEvent, ToolCallEvent
+from hermes_parsers._registry import ENTRY_POINT_GROUP, ParserRegistry
+from hermes_parsers._result import ParseResult
+from hermes_parsers._stream import StreamParser
+from hermes_parsers._tool_call import FunctionCall, ToolCall
 
 __version__ = "0.1.0"
 

@@ -12,8 +12,8 @@ tests count the parser's Python steps on 1x and 10x repetitions of each;
 
 from __future__ import annotations
 
-from hermes_parsers.base import ToolCallParser
-from hermes_parsers.tool_call import FunctionCall, ToolCall
+from hermes_parsers._base import ToolCallParser
+from hermes_parsers._tool_call import FunctionCall, ToolCall
 
 __all__ = ["growth_units"]
 

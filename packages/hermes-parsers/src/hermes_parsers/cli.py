@@ -22,9 +22,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from types import FrameType
 from typing import Any, NoReturn, TextIO
 
-from hermes_parsers.api import get_parser, list_parsers
-from hermes_parsers.errors import ParseError, UnknownParserError
-from hermes_parsers.tool_call import FunctionCall, ToolCall
+from hermes_parsers._api import get_parser, list_parsers
+from hermes_parsers._errors import ParseError, UnknownParserError
+from hermes_parsers._tool_call import FunctionCall, ToolCall
 
 __all__ = ["main"]
 

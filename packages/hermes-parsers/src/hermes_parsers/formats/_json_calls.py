@@ -6,11 +6,11 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from hermes_parsers.arguments import decode_json_prefix, load_json
-from hermes_parsers.quick import QuickCall, quick_result
-from hermes_parsers.result import ParseResult
-from hermes_parsers.segments import Content, Malformed, RawCall, Segment
-from hermes_parsers.tool_call import ToolCall
+from hermes_parsers._arguments import decode_json_prefix, load_json
+from hermes_parsers._quick import Block, quick_blocks
+from hermes_parsers._result import ParseResult
+from hermes_parsers._segments import Content, Malformed, RawCall, Segment
+from hermes_parsers._tool_call import ToolCall
 
 __all__ = [
     "call_from_object",
@@ -75,7 +75,7 @@ def quick_json_blocks(
     strict: bool,
     other_body: Callable[[str], bool] | None = None,
 ) -> ParseResult | None:
-    """The quick reading (see ``hermes_parsers.quick``) of a format whose calls are
+    """The quick reading (see ``hermes_parsers._quick``) of a format whose calls are
     closed ``start_tag``...``end_tag`` blocks read by ``read_json_object_body`` in a
     region that retries nested openers, and whose other openers are ``outside_markers``.
 
@@ -85,49 +85,25 @@ def quick_json_blocks(
     not such an object is content, as the general path keeps it, unless its body holds
     another ``start_tag`` (read again from there). ``None`` for anything else, and for a
     body ``other_body`` says the format reads some other way."""
-    start = text.find(start_tag)
-    if start < 0:
-        return None
-    outside: list[str] = []
-    calls: list[QuickCall] = []
-    position = 0
-    while start >= 0:
-        if start != position:
-            gap = text[position:start]
-            for marker in outside_markers:
-                if marker in gap:
-                    return None
-            outside.append(gap)
-        at = start + len(start_tag)
-        end = text.find(end_tag, at)
-        if end < 0:
-            return None
+
+    def read(text: str, at: int, end: int) -> Block:
         body = text[at:end]
         if other_body is not None and other_body(body):
             return None
-        position = end + len(end_tag)
         try:
             value = load_json(body)
         except (ValueError, RecursionError):
             value = None
         if type(value) is not dict or "name" not in value:
-            if strict or start_tag in body:
-                return None
-            outside.append(text[start:position])
-        else:
-            arguments = value.get("arguments")
-            if arguments is None:
-                arguments = {}
-            elif type(arguments) is not dict:
-                return None
-            calls.append((value["name"], arguments, text[start:position], value.get("id") or None))
-        start = text.find(start_tag, position)
-    tail = text[position:]
-    for marker in outside_markers:
-        if marker in tail:
+            return None if strict or start_tag in body else True
+        arguments = value.get("arguments")
+        if arguments is None:
+            arguments = {}
+        elif type(arguments) is not dict:
             return None
-    outside.append(tail)
-    return quick_result("".join(outside), calls)
+        return (value["name"], arguments, value.get("id") or None)
+
+    return quick_blocks(text, (start_tag, end_tag), tuple(outside_markers), read)
 
 
 def escape_markers(json_text: str, markers: Sequence[str]) -> str:

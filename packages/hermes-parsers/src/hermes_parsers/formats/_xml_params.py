@@ -19,10 +19,10 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
-from hermes_parsers.arguments import load_json
+from hermes_parsers._arguments import load_json
+from hermes_parsers._schema import coerce_value
 from hermes_parsers.formats._json_calls import escape_markers
 from hermes_parsers.formats._python_literal import python_literal
-from hermes_parsers.schema import coerce_value
 
 __all__ = [
     "MarkerFinder",
@@ -166,7 +166,7 @@ def _schema_types(schema: Mapping[str, Any], depth: int = 0) -> set[str]:
 def read_value(text: str, schema: Mapping[str, Any] | None) -> Any:
     """Read a value's text, converting it to the type ``schema`` declares.
 
-    With a schema, ``hermes_parsers.schema.coerce_value`` decides; when the schema admits
+    With a schema, ``hermes_parsers._schema.coerce_value`` decides; when the schema admits
     no string type and no declared type fits, the untyped reading is used instead (so a
     Python-literal dict still becomes an object). Without a schema: ``read_untyped``.
     Never raises.

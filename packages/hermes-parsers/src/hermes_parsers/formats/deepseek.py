@@ -45,20 +45,21 @@ A section holding no good call is kept as content whole. Arguments are JSON, so 
 from __future__ import annotations
 
 import re
+import zlib
 from abc import abstractmethod
 from collections.abc import Callable
 from typing import Any
 
-from hermes_parsers.api import register_parser
-from hermes_parsers.arguments import _SCAN, _SURROGATE_ESCAPE, load_json
-from hermes_parsers.base import ToolCallParser
-from hermes_parsers.errors import RenderError
+from hermes_parsers._api import register_parser
+from hermes_parsers._arguments import _SCAN, _SURROGATE_ESCAPE, load_json
+from hermes_parsers._base import ToolCallParser
+from hermes_parsers._errors import RenderError
+from hermes_parsers._quick import quick_call, quick_calls_result, quick_named_call, quick_section
+from hermes_parsers._result import ParseResult
+from hermes_parsers._scanner import MarkerScanner, Region, RegionSet, Scanner
+from hermes_parsers._segments import Malformed, RawCall, Reasoning, Segment
+from hermes_parsers._tool_call import ToolCall
 from hermes_parsers.formats._json_calls import escape_markers
-from hermes_parsers.quick import QuickCall, quick_call, quick_calls_result, quick_result
-from hermes_parsers.result import ParseResult
-from hermes_parsers.scanner import MarkerScanner, Region, RegionSet, Scanner
-from hermes_parsers.segments import Malformed, RawCall, Reasoning, Segment
-from hermes_parsers.tool_call import ToolCall
 
 __all__ = ["DeepSeekV3Parser", "DeepSeekV31Parser"]
 
@@ -74,6 +75,13 @@ _THINK_START = "<think>"
 _THINK_END = "</think>"
 # Spelled with an escaped first character wherever they occur inside JSON strings.
 _ESCAPE = (CALLS_BEGIN, CALLS_END, CALL_BEGIN, CALL_END, SEP, EOS, _THINK_START, _THINK_END)
+# A call's markers and what both start with, for ``quick_section``.
+_CALL_MARKERS = (CALL_BEGIN, CALL_END, "<｜tool▁call▁")
+# For the checksum of a V3.1 call's text, taken piece by piece.
+_BEGIN_CRC = zlib.crc32(CALL_BEGIN.encode())
+_SEP_UTF8 = SEP.encode()
+_CALL_END_UTF8 = CALL_END.encode()
+_crc32 = zlib.crc32
 
 #: Reads the text between ``<｜tool▁call▁begin｜>`` and ``<｜tool▁call▁end｜>``:
 #: ``(name, arguments)`` or the reason it is malformed.
@@ -295,39 +303,24 @@ class _DeepSeekParser(ToolCallParser):
         close = text.find(CALLS_END, inner)
         if close < 0:
             return None
-        after = close + len(CALLS_END)
         head = text[:begin]
-        tail = text[after:]
+        tail = text[close + len(CALLS_END) :]
         if (head and (EOS in head or _THINK_START in head)) or (
             tail and (CALLS_BEGIN in tail or EOS in tail or _THINK_START in tail)
         ):
             return None
-        quick_call = self._quick_call
-        calls: list[QuickCall] = []
-        position = inner
-        start = text.find(CALL_BEGIN, inner, close)
-        while start >= 0:
-            if start != position and not text[position:start].isspace():
-                return None  # stray text before a call
-            at = start + len(CALL_BEGIN)
-            end = text.find(CALL_END, at, close)
-            following = text.find(CALL_BEGIN, at, close)
-            if end < 0 or 0 <= following < end:
-                return None  # not closed before the next call or the section's end
-            found = quick_call(text, at, end)
-            if found is None:
-                return None
-            position = end + len(CALL_END)
-            calls.append((found[0], found[1], text[start:position], None))
-            start = following
-        if not calls or (position != close and not text[position:close].isspace()):
-            return None  # no call, or stray text after the last one
-        return quick_result(head + tail, calls)
+        calls = quick_section(text, inner, close, _CALL_MARKERS, self._quick_call)
+        return None if calls is None else quick_calls_result(head + tail, calls)
 
-    def _quick_call(self, text: str, at: int, end: int) -> tuple[str, dict[str, Any]] | None:
-        """``_read_call(text[at:end])`` when that reads a call, else ``None``."""
+    def _quick_call(self, text: str, index: int, start: int, at: int, end: int) -> ToolCall | None:
+        """The call at ``index`` in the section, ``text[at:end]`` between its markers
+        (its begin marker at ``start``), as ``_read_call`` reads it; ``None`` if that does
+        not read a call."""
         found = self._read_call(text[at:end])
-        return None if type(found) is str else found  # type: ignore[return-value]
+        if isinstance(found, str):
+            return None
+        name, arguments = found
+        return quick_named_call(index, name, arguments, text[start : end + len(CALL_END)])
 
     def _read_reasoning(self, body: str, raw: str, offset: int, terminated: bool) -> list[Segment]:
         return read_reasoning(body, offset, self._read_call)
@@ -406,61 +399,36 @@ class DeepSeekV31Parser(_DeepSeekParser):
     def _read_call(self, body: str) -> tuple[str, dict[str, Any]] | str:
         return read_v31_call(body)
 
-    def _parse_quick(self, text: str) -> ParseResult | None:
-        # The shared reading (see the base class), with each call read in place and
-        # built here: NAME, the separator, a JSON object (read_v31_call without slices).
-        begin = text.find(CALLS_BEGIN)
-        if begin < 0 or self.think_prefilled:
+    def _quick_call(self, text: str, index: int, start: int, at: int, end: int) -> ToolCall | None:
+        # ``read_v31_call`` in place: NAME, the separator, a JSON object; the base class's
+        # reading for anything else. The id's checksum is taken piece by piece, so the
+        # call's text (wide characters in its markers) is neither sliced nor encoded
+        # whole.
+        sep = text.find(SEP, at, end)
+        if sep < 0:
             return None
-        inner = begin + len(CALLS_BEGIN)
-        close = text.find(CALLS_END, inner)
-        if close < 0:
+        head = text[at:sep]
+        name = head.strip()
+        if not name.isidentifier() and (not name or _WHITESPACE.search(name) or "<｜" in name):
             return None
-        head = text[:begin]
-        tail = text[close + len(CALLS_END) :]
-        if (head and (EOS in head or _THINK_START in head)) or (
-            tail and (CALLS_BEGIN in tail or EOS in tail or _THINK_START in tail)
-        ):
+        json_at = sep + len(SEP)
+        if json_at == end or text[json_at] != "{":
+            return super()._quick_call(text, index, start, at, end)  # no arguments, or space
+        body = text[json_at:end]
+        try:
+            value, stop = _SCAN(body, 0)
+        except (StopIteration, ValueError, RecursionError):
             return None
-        calls: list[ToolCall] = []
-        position = inner
-        start = text.find(CALL_BEGIN, inner, close)
-        while start >= 0:
-            if start != position and not text[position:start].isspace():
-                return None  # stray text before a call
-            at = start + len(CALL_BEGIN)
-            end = text.find(CALL_END, at, close)
-            following = text.find(CALL_BEGIN, at, close)
-            if end < 0 or 0 <= following < end:
-                return None  # not closed before the next call or the section's end
-            sep = text.find(SEP, at, end)
-            if sep < 0:
-                return None
-            name = text[at:sep].strip()
-            if not name.isidentifier() and (not name or _WHITESPACE.search(name) or "<｜" in name):
-                return None
-            json_at = sep + len(SEP)
-            if json_at == end or text[json_at] != "{":
-                return super()._parse_quick(text)  # empty arguments, or space before them
-            try:
-                value, stop = _SCAN(text, json_at)
-            except (StopIteration, ValueError, RecursionError):
-                return None
-            if (
-                stop != end
-                or type(value) is not dict
-                or _SURROGATE_ESCAPE.search(text, json_at, end)
-            ):
-                return None
-            position = end + len(CALL_END)
-            call = quick_call(len(calls), name, value, text[start:position])
-            if call is None:
-                return None
-            calls.append(call)
-            start = following
-        if not calls or (position != close and not text[position:close].isspace()):
-            return None  # no call, or stray text after the last one
-        return quick_calls_result(head + tail, calls)
+        if stop != len(body) or type(value) is not dict or _SURROGATE_ESCAPE.search(body):
+            return None
+        try:  # the crc32 of the call's UTF-8, as quick_call takes it of the whole text
+            checksum = _crc32(
+                _CALL_END_UTF8,
+                _crc32(body.encode(), _crc32(_SEP_UTF8, _crc32(head.encode(), _BEGIN_CRC))),
+            )
+        except UnicodeEncodeError:  # a lone surrogate
+            return None
+        return quick_call(index, name, value, "", checksum=checksum)
 
     def _render_calls(self, calls: list[ToolCall]) -> str:
         parts = []

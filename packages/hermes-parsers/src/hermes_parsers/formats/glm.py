@@ -74,19 +74,19 @@ import math
 import re
 from typing import Any, ClassVar
 
-from hermes_parsers.api import register_parser
-from hermes_parsers.arguments import load_json
-from hermes_parsers.base import ToolCallParser
-from hermes_parsers.errors import RenderError
+from hermes_parsers._api import register_parser
+from hermes_parsers._arguments import load_json
+from hermes_parsers._base import ToolCallParser
+from hermes_parsers._errors import RenderError
+from hermes_parsers._quick import Block, quick_blocks
+from hermes_parsers._result import ParseResult
+from hermes_parsers._scanner import Region
+from hermes_parsers._schema import coerce_value
+from hermes_parsers._segments import Malformed, RawCall, Segment
+from hermes_parsers._tool_call import ToolCall
 from hermes_parsers.formats._json_calls import escape_markers
 from hermes_parsers.formats._python_literal import python_literal
 from hermes_parsers.formats._xml_params import same_json
-from hermes_parsers.quick import quick_call, quick_calls_result
-from hermes_parsers.result import ParseResult
-from hermes_parsers.scanner import Region
-from hermes_parsers.schema import coerce_value
-from hermes_parsers.segments import Malformed, RawCall, Segment
-from hermes_parsers.tool_call import ToolCall
 
 __all__ = ["Glm45Parser", "Glm47Parser"]
 
@@ -190,41 +190,16 @@ class _GlmParser(ToolCallParser):
         """Closed calls that ``_read_body`` reads, and no ``<think>`` outside them: what
         the scanner and ``_read_call`` give without a ``Malformed`` (inside a call the
         scanner looks for nothing but ``</tool_call>``, as here)."""
-        start = text.find(_START)
-        if start < 0 or self.think_prefilled:
+        if self.think_prefilled:
             return None
-        read_body = self._read_body
-        outside: list[str] = []
-        calls: list[ToolCall] = []
-        position = 0
-        while start >= 0:
-            if start != position:
-                gap = text[position:start]
-                if _THINK in gap:
-                    return None
-                outside.append(gap)
-            at = start + len(_START)
-            end = text.find(_END, at)
-            if end < 0:
-                return None
-            # A body holding another <tool_call> is read again from it only when it
-            # reads as malformed, and then this answers None.
-            read = read_body(text[at:end])
-            if isinstance(read, str):
-                return None
-            position = end + len(_END)
-            # quick_result's call, built in place (_read_body strips the name and
-            # refuses an empty one).
-            call = quick_call(len(calls), read[0], read[1], text[start:position])
-            if call is None:
-                return None
-            calls.append(call)
-            start = text.find(_START, position)
-        tail = text[position:]
-        if _THINK in tail:
-            return None
-        outside.append(tail)
-        return quick_calls_result("".join(outside), calls)
+        return quick_blocks(text, (_START, _END), (_THINK,), self._quick_body)
+
+    def _quick_body(self, text: str, at: int, end: int) -> Block:
+        """``_read_body`` of ``text[at:end]`` when that reads a call, else ``None``. A
+        body holding another ``<tool_call>`` is read again from it only when it reads as
+        malformed: ``None`` here too."""
+        read = self._read_body(text[at:end])
+        return None if isinstance(read, str) else (read[0], read[1], None)
 
     def _read_call(self, body: str, raw: str, offset: int, terminated: bool) -> list[Segment]:
         at = offset - (len(raw) - len(body) - (len(_END) if terminated else 0))

@@ -13,16 +13,16 @@ generation stopped early) is still read.
 
 from __future__ import annotations
 
-from hermes_parsers.api import register_parser
-from hermes_parsers.base import ToolCallParser
+from hermes_parsers._api import register_parser
+from hermes_parsers._base import ToolCallParser
+from hermes_parsers._result import ParseResult
+from hermes_parsers._scanner import Region
+from hermes_parsers._tool_call import ToolCall
 from hermes_parsers.formats._json_calls import (
     dump_call_object,
     quick_json_blocks,
     read_json_object_body,
 )
-from hermes_parsers.result import ParseResult
-from hermes_parsers.scanner import Region
-from hermes_parsers.tool_call import ToolCall
 
 __all__ = ["HermesParser", "QwenParser"]
 

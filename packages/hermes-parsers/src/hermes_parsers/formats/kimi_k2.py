@@ -52,16 +52,16 @@ import enum
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from hermes_parsers.api import register_parser
-from hermes_parsers.arguments import decode_json_prefix, load_json, object_at
-from hermes_parsers.base import ToolCallParser
-from hermes_parsers.errors import RenderError
+from hermes_parsers._api import register_parser
+from hermes_parsers._arguments import decode_json_prefix, load_json, object_at
+from hermes_parsers._base import ToolCallParser
+from hermes_parsers._errors import RenderError
+from hermes_parsers._quick import QuickCall, quick_result, quick_section
+from hermes_parsers._result import ParseResult
+from hermes_parsers._scanner import Scanner
+from hermes_parsers._segments import Content, Malformed, RawCall, Reasoning, Segment
+from hermes_parsers._tool_call import ToolCall
 from hermes_parsers.formats._json_calls import escape_markers
-from hermes_parsers.quick import QuickCall, quick_result
-from hermes_parsers.result import ParseResult
-from hermes_parsers.scanner import Scanner
-from hermes_parsers.segments import Content, Malformed, RawCall, Reasoning, Segment
-from hermes_parsers.tool_call import ToolCall
 
 __all__ = ["KimiK2Parser"]
 
@@ -72,6 +72,8 @@ SECTION_END_SINGULAR = "<|tool_call_section_end|>"
 CALL_BEGIN = "<|tool_call_begin|>"
 ARGUMENT_BEGIN = "<|tool_call_argument_begin|>"
 CALL_END = "<|tool_call_end|>"
+# A call's markers and what both start with, for ``quick_section``.
+_CALL_MARKERS = (CALL_BEGIN, CALL_END, "<|tool_call_")
 THINK_OPEN = "<think>"
 THINK_CLOSE = "</think>"
 
@@ -443,38 +445,28 @@ class KimiK2Parser(ToolCallParser):
             tail and ("<|tool_call" in tail or THINK_OPEN in tail)
         ):
             return None
-        resolve = self._function_name
-        calls: list[QuickCall] = []
-        position = inner
-        start = text.find(CALL_BEGIN, inner, close)
-        while start >= 0:
-            if start != position and not text[position:start].isspace():
-                return None  # text in the section outside any call
-            at = start + len(CALL_BEGIN)
-            end = text.find(CALL_END, at, close)
-            following = text.find(CALL_BEGIN, at, close)
-            if end < 0 or 0 <= following < end:
-                return None  # not closed before the next call or the section's end
-            split = text.find(ARGUMENT_BEGIN, at, end)
-            if split < 0:
+        calls = quick_section(text, inner, close, _CALL_MARKERS, self._quick_call)
+        return None if calls is None else quick_result(head + tail, calls)
+
+    def _quick_call(self, text: str, index: int, start: int, at: int, end: int) -> QuickCall | None:
+        """The call ``text[at:end]`` between its markers (its begin marker at ``start``):
+        an id naming a function, then arguments that are empty or a JSON object."""
+        del index  # the call carries its own id
+        split = text.find(ARGUMENT_BEGIN, at, end)
+        if split < 0:
+            return None
+        call_id = text[at:split].strip()
+        arguments_text = text[split + len(ARGUMENT_BEGIN) : end].strip()
+        name = self._function_name(call_id, arguments_text)
+        if name is None or not call_id:
+            return None
+        if arguments_text:
+            arguments = object_at(arguments_text, 0, len(arguments_text))
+            if arguments is None:
                 return None
-            call_id = text[at:split].strip()
-            arguments_text = text[split + len(ARGUMENT_BEGIN) : end].strip()
-            name = resolve(call_id, arguments_text)
-            if name is None or not call_id:
-                return None
-            if arguments_text:
-                arguments = object_at(arguments_text, 0, len(arguments_text))
-                if arguments is None:
-                    return None
-            else:
-                arguments = {}
-            position = end + len(CALL_END)
-            calls.append((name, arguments, text[start:position], call_id))
-            start = following
-        if not calls or (position != close and not text[position:close].isspace()):
-            return None  # no call, or text after the last one
-        return quick_result(head + tail, calls)
+        else:
+            arguments = {}
+        return (name, arguments, text[start : end + len(CALL_END)], call_id)
 
     def _function_name(self, call_id: str, arguments: str) -> str | None:
         """The function a call id names; a bare counter is resolved from the tools."""

@@ -72,13 +72,13 @@ import json
 import re
 from typing import Any, Final
 
-from hermes_parsers.api import register_parser
-from hermes_parsers.arguments import decode_json_prefix, load_json
-from hermes_parsers.base import ToolCallParser
-from hermes_parsers.errors import RenderError
-from hermes_parsers.scanner import Scanner
-from hermes_parsers.segments import Content, Malformed, RawCall, Reasoning, Segment
-from hermes_parsers.tool_call import ToolCall
+from hermes_parsers._api import register_parser
+from hermes_parsers._arguments import decode_json_prefix, json_end, load_json
+from hermes_parsers._base import ToolCallParser
+from hermes_parsers._errors import RenderError
+from hermes_parsers._scanner import Scanner
+from hermes_parsers._segments import Content, Malformed, RawCall, Reasoning, Segment
+from hermes_parsers._tool_call import ToolCall
 
 __all__ = ["Llama3JsonParser", "Llama4JsonParser"]
 
@@ -104,6 +104,19 @@ _CLOSE_RUN: Final = re.compile(r"[\] \t\n\r]*+")
 # Inside a string: everything up to the closing quote (or a backslash ending the text).
 _STRING_REST: Final = re.compile(r'(?:[^"\\]++|\\[\s\S])*+')
 _NAME_FIRST: Final = re.compile(r'\{[ \t\n\r]*"name"')
+# The object reader's steps in one match per bracket, for an object the C decoder refused
+# (see ``_LlamaScanner._refused``): what ``_SKIP`` passes over, then an opening "{" with
+# the whitespace after it (group 1), a bracket or "}" (group 2), anything else (group 3),
+# or the end of the text (no group). ``[^"\\]`` is spelt as ranges, which the expression
+# engine tests several times faster.
+_STRUCTURE: Final = re.compile(
+    r"[ \t\n\r:,0-9A-Za-z+.\-]*+"
+    r'(?:"[\x00-!#-\[\]-\U0010ffff]*+(?:\\[\s\S][\x00-!#-\[\]-\U0010ffff]*+)*+"'
+    r"[ \t\n\r:,0-9A-Za-z+.\-]*+)*+"
+    r"(?:(\{)[ \t\n\r]*+|([\[\]}])|([\s\S]))?"
+)
+# The decoder's errors for one missing character that ``_object`` passes over.
+_MISSING: Final = {"Expecting ':' delimiter": ":", "Expecting ',' delimiter": ","}
 
 _TAG_REASON: Final = f"{PYTHON_TAG} is not followed by a JSON tool call"
 _UNTERMINATED: Final = "tool call JSON is unterminated (the text ended inside it)"
@@ -149,7 +162,11 @@ class _LlamaScanner:
     rescans text it has already settled.
     """
 
-    def __init__(self, *, think_prefilled: bool) -> None:
+    def __init__(self, *, think_prefilled: bool, whole: bool = False) -> None:
+        # A lenient parse of the whole text (one feed, then finish): malformed markup is
+        # content, so a refused object that no markup follows is content to the end, and
+        # where it ends need not be found (``_refused``).
+        self._whole = whole
         self._mode = _THINK if think_prefilled else _CONTENT
         self._carry = ""  # content: text that may begin a marker
         self._pos = 0  # absolute offset of the start of ``_carry``
@@ -189,7 +206,7 @@ class _LlamaScanner:
             return out
         s = self._carry + text
         self._carry = ""
-        self._budget = 2 * len(s) + 64
+        self._budget = 4 * len(s) + 64
         base = self._pos
         i, n = 0, len(s)
         while i < n:
@@ -246,7 +263,8 @@ class _LlamaScanner:
             i = j
         start = i
         while True:
-            found = (_CONTENT_STOP if self._at_call else _SOFT_STOP).search(s, i)
+            hard = self._at_call
+            found = (_CONTENT_STOP if hard else _SOFT_STOP).search(s, i)
             if found is None:
                 self._emit(s[start:], out)
                 return n
@@ -254,8 +272,10 @@ class _LlamaScanner:
             if s[j] == "{":
                 self._emit(s[start:j], out)
                 start = j
-                if not self._at_call:
-                    k = _end(_SPACE, s, j + 1)
+                # _SOFT_STOP found only a "{" that can open an object; a "{" found at a
+                # call position that the content before it has just left is checked here.
+                if hard and not self._at_call:
+                    k = _SPACE.match(s, j + 1).end()  # type: ignore[union-attr]
                     if k < n and s[k] != '"' and s[k] != "}":
                         # Cannot open an object (``{x}``, ``{ to``): ordinary text, as
                         # the object reader would conclude at ``s[k]``.
@@ -313,7 +333,8 @@ class _LlamaScanner:
         decoder reads it at once; the scanner would end it at the same ``}`` (it accepts
         everything JSON accepts), so the result does not depend on how the text arrived.
         A failed attempt costs up to ``j`` (the decoder's error counts lines from the
-        start of ``s``), so failures draw on a budget of twice the text per feed.
+        start of ``s``), and ``_refused`` may decode the rest of ``s`` once more, so
+        failures draw on a budget of four times the text per feed.
         """
         self._prefix = len(prefix)
         self._tagged = prefix.startswith(PYTHON_TAG)
@@ -324,6 +345,9 @@ class _LlamaScanner:
                 value, end = decode_json_prefix(s, j, control_characters=True)
             except json.JSONDecodeError as exc:
                 self._budget -= exc.pos + 1
+                ended = self._refused(s, j, prefix, exc, out)
+                if ended >= 0:
+                    return ended
             except ValueError:  # NaN, 1e999, a lone surrogate, too deep
                 self._budget -= j + 1
             else:
@@ -338,6 +362,102 @@ class _LlamaScanner:
         self._escape = False
         self._expect_key = True
         return j + 1
+
+    def _refused(
+        self, s: str, j: int, prefix: str, error: json.JSONDecodeError, out: list[Segment]
+    ) -> int:
+        """Settle the object at ``s[j]`` that the C decoder refused with ``error`` where
+        ``_object`` would end it, and return where to continue in ``s``; -1 when ``s``
+        ends inside the object (``_object`` then reads it as the text arrives).
+
+        Where it ends: when the decoder missed only a ``:`` or ``,`` at the error, the
+        text with that character put there decodes, and ends where ``_object`` ends the
+        object (which reads every JSON text as the decoder does and passes over that
+        character with no decision); otherwise ``_STRUCTURE`` takes ``_object``'s steps.
+        """
+        at = error.pos
+        missing = _MISSING.get(error.msg)
+        if (
+            self._whole
+            and missing is not None
+            and at < len(s)
+            and s.find("{", at) < 0
+            and s.find("<", at) < 0
+        ):
+            # A wrong character at ``at`` (not the end of the text), and no object or
+            # marker can start after it (the object reader passes over the valid JSON
+            # before it): from the object on, the text is content whatever the reader
+            # would decide.
+            self._mode = _CONTENT
+            self._parts = []
+            self._at_call = self._after_call = False
+            out.append(Content(prefix + s[j:]))
+            return len(s)
+        cost = len(s) - j  # the copy, and at most as much decoding
+        if missing is not None and self._budget > 2 * cost:
+            self._budget -= 2 * cost
+            end = json_end(s[j:at] + missing + s[at:], control_characters=True)
+            if end > 0:
+                return self._invalid(s, j, j + end - 1, prefix, error, out)
+        closers: list[str] = []
+        n = len(s)
+        for found in _STRUCTURE.finditer(s, j):
+            group = found.lastindex
+            i = found.end()
+            if group == 1:  # "{": a key or "}" must follow
+                if i < n and (s[i] == '"' or s[i] == "}"):
+                    closers.append("}")
+                    continue
+                if i >= n:
+                    return -1
+            elif group == 2:
+                char = s[i - 1]
+                if char == "[":
+                    closers.append("]")
+                    continue
+                if char == closers[-1]:
+                    closers.pop()
+                    if closers:
+                        continue
+                    return self._invalid(s, j, i, prefix, error, out)
+                i -= 1
+            elif group == 3:
+                i -= 1
+                if s[i] == '"':  # a string the text ends inside
+                    return -1
+            else:  # the text ends
+                return -1
+            self._mode = _CONTENT
+            reason = f"tool call is not valid JSON (unexpected {s[i]!r})"
+            out.extend(self._settle(prefix + s[j:i], reason, complete=False))
+            return i
+        return -1  # pragma: no cover - the expression matches at the end of the text
+
+    def _invalid(
+        self, s: str, j: int, i: int, prefix: str, error: json.JSONDecodeError, out: list[Segment]
+    ) -> int:
+        """Settle the complete object ``s[j:i]``, which the C decoder refused with
+        ``error`` (read from ``s``), and return ``i``. The decoder stopped inside the
+        object, having read nothing past its closing bracket, so decoding the object
+        alone stops at the same place with the same message: the reason is ``error``'s,
+        counted from the object's start (``_settle`` would decode it again to say so)."""
+        self._mode = _CONTENT
+        at = error.pos
+        if at >= i:  # pragma: no cover - the decoder stops inside the object
+            out.extend(self._settle(prefix + s[j:i], "", complete=True))
+            return i
+        if j == 0:
+            reason = f"tool call is not valid JSON ({error})"
+        else:  # as ``json.JSONDecodeError`` words it (printf-style costs less here)
+            line = s.rfind("\n", j, at)
+            reason = "tool call is not valid JSON (%s: line %d column %d (char %d))" % (  # noqa: UP031
+                error.msg,
+                s.count("\n", j, at) + 1 if line >= 0 else 1,
+                at - line if line >= 0 else at - j + 1,
+                at - j,
+            )
+        out.extend(self._settle(prefix + s[j:i], reason, complete=False))
+        return i
 
     def _object(self, s: str, i: int, base: int, out: list[Segment]) -> int:
         n = len(s)
@@ -439,7 +559,7 @@ class _LlamaScanner:
             else:
                 segment = self._read(value, raw, offset)
                 return [segment] if isinstance(segment, RawCall) else [*head, segment]
-        if self._hard or _NAME_FIRST.match(text):
+        if self._hard or text.startswith('{"name"') or _NAME_FIRST.match(text):
             return [*head, Malformed(raw, reason, offset)]
         return [*head, Content(raw)]
 
@@ -513,6 +633,9 @@ class _LlamaJsonParser(ToolCallParser):
 
     def _scanner(self) -> Scanner:
         return _LlamaScanner(think_prefilled=self.think_prefilled)
+
+    def _whole_text_scanner(self) -> Scanner:
+        return _LlamaScanner(think_prefilled=self.think_prefilled, whole=not self.strict)
 
     def _check_rendered(
         self, rendered: str, content: str, calls: list[ToolCall], reasoning: str | None

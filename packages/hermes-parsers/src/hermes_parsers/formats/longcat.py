@@ -41,20 +41,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from hermes_parsers.api import register_parser
-from hermes_parsers.arguments import load_json
-from hermes_parsers.base import ToolCallParser
-from hermes_parsers.errors import RenderError
+from hermes_parsers._api import register_parser
+from hermes_parsers._arguments import load_json
+from hermes_parsers._base import ToolCallParser
+from hermes_parsers._errors import RenderError
+from hermes_parsers._result import ParseResult
+from hermes_parsers._scanner import MarkerScanner, Region, RegionSet, Scanner, reasoning_region
+from hermes_parsers._segments import Malformed, RawCall, Segment
+from hermes_parsers._tool_call import ToolCall
 from hermes_parsers.formats._json_calls import (
     dump_call_object,
     quick_json_blocks,
     read_json_object_body,
 )
 from hermes_parsers.formats._xml_params import read_value, skip_space
-from hermes_parsers.result import ParseResult
-from hermes_parsers.scanner import MarkerScanner, Region, RegionSet, Scanner, reasoning_region
-from hermes_parsers.segments import Malformed, RawCall, Segment
-from hermes_parsers.tool_call import ToolCall
 
 __all__ = ["LongcatParser"]
 

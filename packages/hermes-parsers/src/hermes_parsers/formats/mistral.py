@@ -64,16 +64,16 @@ import string
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal, get_args
 
-from hermes_parsers.api import register_parser
-from hermes_parsers.arguments import decode_json_prefix, object_prefix
-from hermes_parsers.base import ToolCallParser
-from hermes_parsers.errors import OptionError, RenderError
+from hermes_parsers._api import register_parser
+from hermes_parsers._arguments import decode_json_prefix, object_prefix
+from hermes_parsers._base import ToolCallParser
+from hermes_parsers._errors import OptionError, RenderError
+from hermes_parsers._quick import QuickCall, quick_result
+from hermes_parsers._result import ParseResult
+from hermes_parsers._scanner import MarkerScanner, Region, RegionSet, Scanner, reasoning_region
+from hermes_parsers._segments import Content, Malformed, RawCall, Reasoning, Segment
+from hermes_parsers._tool_call import ToolCall
 from hermes_parsers.formats._json_calls import escape_markers
-from hermes_parsers.quick import QuickCall, quick_result
-from hermes_parsers.result import ParseResult
-from hermes_parsers.scanner import MarkerScanner, Region, RegionSet, Scanner, reasoning_region
-from hermes_parsers.segments import Content, Malformed, RawCall, Reasoning, Segment
-from hermes_parsers.tool_call import ToolCall
 
 __all__ = ["MistralParser", "MistralStyle", "mistral_call_id"]
 

@@ -65,9 +65,14 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal
 
-from hermes_parsers.api import register_parser
-from hermes_parsers.base import ToolCallParser
-from hermes_parsers.errors import RenderError
+from hermes_parsers._api import register_parser
+from hermes_parsers._base import ToolCallParser
+from hermes_parsers._errors import RenderError
+from hermes_parsers._quick import Block, quick_blocks
+from hermes_parsers._result import ParseResult
+from hermes_parsers._scanner import Region
+from hermes_parsers._segments import Content, Malformed, RawCall, Segment
+from hermes_parsers._tool_call import ToolCall
 from hermes_parsers.formats._json_calls import read_json_object_body
 from hermes_parsers.formats._xml_params import (
     _UNTYPED_STARTS,
@@ -79,11 +84,6 @@ from hermes_parsers.formats._xml_params import (
     template_text,
     trim_newlines,
 )
-from hermes_parsers.quick import quick_call, quick_calls_result
-from hermes_parsers.result import ParseResult
-from hermes_parsers.scanner import Region
-from hermes_parsers.segments import Content, Malformed, RawCall, Segment
-from hermes_parsers.tool_call import ToolCall
 
 __all__ = ["Qwen3CoderParser"]
 
@@ -193,38 +193,16 @@ class Qwen3CoderParser(ToolCallParser):
         (``<function=``, ``<think>``) outside them: what the scanner and
         ``_read_tool_call`` give without a ``Malformed`` (inside a block the scanner looks
         for nothing but ``</tool_call>``, as here)."""
-        start = text.find(_CALL_START)
-        if start < 0 or self.think_prefilled:
+        if self.think_prefilled:
             return None
-        simple_call = self._simple_call
-        outside: list[str] = []
-        calls: list[ToolCall] = []
-        position = 0
-        while start >= 0:
-            if start != position:
-                gap = text[position:start]
-                if _FUNC_START in gap or _THINK_START in gap:
-                    return None
-                outside.append(gap)
-            at = start + len(_CALL_START)
-            end = text.find(_CALL_END, at)
-            if end < 0:
-                return None
-            found = simple_call(text, at, end)
-            if found is None:
-                return None
-            position = end + len(_CALL_END)
-            # quick_result's call, built in place (the name is stripped and not empty).
-            call = quick_call(len(calls), found[0], found[1], text[start:position])
-            if call is None:
-                return None
-            calls.append(call)
-            start = text.find(_CALL_START, position)
-        tail = text[position:]
-        if _FUNC_START in tail or _THINK_START in tail:
-            return None
-        outside.append(tail)
-        return quick_calls_result("".join(outside), calls)
+        return quick_blocks(
+            text, (_CALL_START, _CALL_END), (_FUNC_START, _THINK_START), self._quick_block
+        )
+
+    def _quick_block(self, text: str, at: int, end: int) -> Block:
+        """The call ``_simple_call`` reads in ``text[at:end]``, else ``None``."""
+        found = self._simple_call(text, at, end)
+        return None if found is None else (found[0], found[1], None)
 
     def _simple_call(
         self, text: str, begin: int = 0, stop: int | None = None

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import Any, TypeVar
 
-from hermes_parsers.base import ToolCallParser
-from hermes_parsers.errors import RegistrationError, UnknownParserError
+from hermes_parsers._base import ToolCallParser
+from hermes_parsers._errors import RegistrationError, UnknownParserError
 
 __all__ = ["ENTRY_POINT_GROUP", "ParserRegistry", "default_registry"]
 

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_parsers.tool_call import ToolCall
+from hermes_parsers._tool_call import ToolCall
 
 __all__ = ["ParseResult"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-from hermes_parsers.arguments import load_json
+from hermes_parsers._arguments import load_json
 
 __all__ = ["ToolSchemas", "coerce_value"]
 

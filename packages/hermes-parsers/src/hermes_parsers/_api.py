@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from hermes_parsers.base import ToolCallParser
-from hermes_parsers.registry import P, default_registry
+from hermes_parsers._base import ToolCallParser
+from hermes_parsers._registry import P, default_registry
 
 __all__ = ["get_parser", "list_parsers", "register_parser"]
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterable
 
-from hermes_parsers.arguments import decode_arguments
-from hermes_parsers.errors import ArgumentsError, ParseError, ParseErrorKind
-from hermes_parsers.events import ContentDelta, ReasoningDelta, StreamEvent, ToolCallEvent
-from hermes_parsers.result import ParseResult
-from hermes_parsers.segments import Content, Malformed, RawCall, Reasoning, Segment
-from hermes_parsers.tool_call import FunctionCall, ToolCall
+from hermes_parsers._arguments import decode_arguments
+from hermes_parsers._errors import ArgumentsError, ParseError, ParseErrorKind
+from hermes_parsers._events import ContentDelta, ReasoningDelta, StreamEvent, ToolCallEvent
+from hermes_parsers._result import ParseResult
+from hermes_parsers._segments import Content, Malformed, RawCall, Reasoning, Segment
+from hermes_parsers._tool_call import FunctionCall, ToolCall
 
 __all__ = ["Assembler", "call_id"]
 

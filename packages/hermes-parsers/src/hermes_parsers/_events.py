@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hermes_parsers.tool_call import ToolCall
+from hermes_parsers._tool_call import ToolCall
 
 __all__ = ["ContentDelta", "ReasoningDelta", "StreamEvent", "ToolCallEvent"]
 

@@ -7,13 +7,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from hermes_parsers.assembly import Assembler
-from hermes_parsers.errors import NotTextError, RenderError
-from hermes_parsers.result import ParseResult
-from hermes_parsers.scanner import MarkerScanner, Region, RegionSet, Scanner, reasoning_region
-from hermes_parsers.schema import ToolSchemas
-from hermes_parsers.stream import StreamParser
-from hermes_parsers.tool_call import ToolCall
+from hermes_parsers._assembly import Assembler
+from hermes_parsers._errors import NotTextError, RenderError
+from hermes_parsers._result import ParseResult
+from hermes_parsers._scanner import MarkerScanner, Region, RegionSet, Scanner, reasoning_region
+from hermes_parsers._schema import ToolSchemas
+from hermes_parsers._stream import StreamParser
+from hermes_parsers._tool_call import ToolCall
 
 __all__ = ["ToolCallParser"]
 
@@ -158,13 +158,13 @@ class ToolCallParser(ABC):
         """``parse`` of the common case (content and well-formed calls), read without the
         scanner, or ``None`` for ``_parse_markup`` to read the text. A format that
         overrides it must give ``_parse_markup``'s result for every text it accepts
-        (see ``hermes_parsers.quick``); the default accepts none."""
+        (see ``hermes_parsers._quick``); the default accepts none."""
         del text  # the default reads nothing
         return None
 
     def _parse_markup(self, text: str) -> ParseResult:
         """``parse`` without the shortcut for text that holds none of ``openers``."""
-        scanner = self._scanner()
+        scanner = self._whole_text_scanner()
         assembler = Assembler(self.name, strict=self.strict)
         if type(scanner) is MarkerScanner:
             assembler.add(scanner.scan(text), events=False)
@@ -172,6 +172,11 @@ class ToolCallParser(ABC):
             assembler.add(scanner.feed(text), events=False)
             assembler.add(scanner.finish(), events=False)
         return assembler.result()
+
+    def _whole_text_scanner(self) -> Scanner:
+        """The scanner ``parse`` feeds the whole text to at once, then finishes: by
+        default the one streaming uses (``_scanner``)."""
+        return self._scanner()
 
     def stream(self) -> StreamParser:
         """Start an incremental parse; see ``StreamParser``."""

@@ -8,8 +8,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from hermes_parsers.arguments import _ENCODE, encode_arguments
-from hermes_parsers.errors import ArgumentsError, ToolCallError
+from hermes_parsers._arguments import _ENCODE, encode_arguments
+from hermes_parsers._errors import ArgumentsError, ToolCallError
 
 __all__ = ["FunctionCall", "ToolCall"]
 

@@ -1,7 +1,7 @@
 """The pieces a format scanner cuts raw text into, before they become a ``ParseResult``.
 
 They are plain (mutable, slotted) records because parsing makes many of them; treat
-them as read-only. Format modules produce these; the assembler (``assembly.py``)
+them as read-only. Format modules produce these; the assembler (``_assembly.py``)
 validates calls, assigns ids and turns malformed pieces into content (lenient) or a
 ``ParseError`` (strict).
 """

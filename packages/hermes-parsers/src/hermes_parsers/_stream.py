@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from hermes_parsers.assembly import Assembler
-from hermes_parsers.errors import NotTextError, StreamClosedError
-from hermes_parsers.events import StreamEvent
-from hermes_parsers.result import ParseResult
-from hermes_parsers.scanner import Scanner
+from hermes_parsers._assembly import Assembler
+from hermes_parsers._errors import NotTextError, StreamClosedError
+from hermes_parsers._events import StreamEvent
+from hermes_parsers._result import ParseResult
+from hermes_parsers._scanner import Scanner
 
 __all__ = ["StreamParser"]
 

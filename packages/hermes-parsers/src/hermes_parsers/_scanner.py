@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from hermes_parsers.segments import Content, Malformed, Reasoning, Segment
+from hermes_parsers._segments import Content, Malformed, Reasoning, Segment
 
 __all__ = ["BodyReader", "MarkerScanner", "Region", "RegionSet", "Scanner", "reasoning_region"]
 

@@ -10,7 +10,7 @@ from json.encoder import c_make_encoder as _c_make_encoder  # type: ignore[attr-
 from json.encoder import encode_basestring as _encode_basestring
 from typing import Any
 
-from hermes_parsers.errors import ArgumentsError
+from hermes_parsers._errors import ArgumentsError
 
 __all__ = [
     "ArgumentsError",
@@ -19,6 +19,7 @@ __all__ = [
     "dump_arguments",
     "encode_arguments",
     "find_lone_surrogate",
+    "json_end",
     "load_json",
     "object_at",
     "object_prefix",
@@ -149,6 +150,17 @@ def decode_json_prefix(
     if _SURROGATE_ESCAPE.search(text, start, end) is not None:
         _check_escapes(value)
     return value, end
+
+
+def json_end(text: str, start: int = 0, *, control_characters: bool = False) -> int:
+    """The index just past the JSON value that begins at ``text[start]``, as
+    ``decode_json_prefix`` reads it but without looking for lone surrogates in it; -1
+    when no such value begins there (or it is one that function refuses otherwise: NaN,
+    ``1e999``, nested too deeply). Never raises."""
+    try:
+        return (_LAX_SCAN if control_characters else _SCAN)(text, start)[1]
+    except (StopIteration, ValueError, RecursionError):
+        return -1
 
 
 def object_at(text: str, start: int, stop: int) -> dict[str, Any] | None:
