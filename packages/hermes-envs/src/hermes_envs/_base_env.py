@@ -502,7 +502,12 @@ class HermesAgentBaseEnv(HermesAgentEvalEnv[ItemT]):
             assert isinstance(writer, GroupFile)
             writer.write_line(scored.line)
             self._record(item)
-            await self.rollout_records.group_written(item, scored.group or scored.line)
+            await self.rollout_records.group_written(
+                item,
+                scored.group or scored.line,
+                rows=scored.rows,
+                record_tokens=scored.record_tokens,
+            )
 
     def _record(self, item: ItemT) -> None:
         """A group of ``item`` is written: recorded in the group file's log of items."""
