@@ -293,3 +293,21 @@ async def test_a_worker_killed_mid_run_loses_no_group(
     assert len(groups) == 30
     assert all(group["scores"] == [1.0, 1.0] for group in groups)
     assert any("from now on" in record.getMessage() for record in caplog.records)
+
+
+async def test_the_worker_starts_before_setup(tmp_path: Path) -> None:
+    # Its start-up overlaps the checks and setup, not the first rollouts.
+    running_at_setup: list[bool] = []
+
+    class Recording(TerminalTestEnv):
+        async def setup(self) -> None:
+            running_at_setup.append(self.token_worker is not None)
+            await super().setup()
+
+    out = tmp_path / "groups.jsonl"
+    async with ModelServer(Policy(terminal_test_oracle)) as model:
+        env = Recording(process_config(out, write_viewer_html=False), [server(model.base_url)])
+        env.n_groups_to_process = 1
+        await env.process_manager()
+    assert running_at_setup == [True]
+    assert len(out.read_text().splitlines()) == 1
