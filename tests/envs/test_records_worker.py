@@ -19,7 +19,11 @@ from hermes_envs._record_files import records_path
 from hermes_envs._records import group_records, rows_with_tokens
 from hermes_envs._rollout import RolloutOutcome
 from hermes_envs.scoring._group import ScoredRollout, scored_group
-from hermes_envs.scoring._record_tokens import record_tokens_text
+from hermes_envs.scoring._record_tokens import (
+    PieceDecoder,
+    RecordTokensText,
+    record_tokens_text,
+)
 from hermes_envs.scoring._tokens import TokenizedRollout
 from hermes_loop import AgentResult, TurnRecord
 from hermes_loop.server import ModelServer, Policy
@@ -96,6 +100,22 @@ def test_rows_whose_messages_do_not_survive_json_are_left_to_the_line(content: A
     rows = [outcome("a", odd, 1.0), outcome("b", odd, 1.0)]
     _, texts = line_of(rows)
     assert rows_with_tokens(rows, rows, texts) is None
+
+
+def test_remembered_stretches_write_the_same_token_texts() -> None:
+    texts = ['"quoted"', "back\\slash", "tab\there", "é ✓", "\u0000", " ", ""]
+
+    def odd(ids: list[list[int]]) -> list[str]:
+        return [texts[i % len(texts)] + str(i) for (i,) in ids]
+
+    made, reference = RecordTokensText(odd), PieceDecoder(odd)
+    rows = [list(range(n, n + size)) for n in (0, 5, 0) for size in (0, 1, 127, 128, 129, 300)]
+    rows.append([2**70, 1])  # beyond 64 bits: written without stretches
+    for ids in [*rows, *rows]:  # the second time from remembered stretches
+        masks = [-100 if i % 3 else i for i in ids]
+        for score in (1.0, 0.25, float("nan")):
+            expected = record_tokens_text(ids, masks, score, reference)
+            assert made.text(ids, masks, score) == expected
 
 
 def test_an_earlier_attempt_held_beside_the_rows_is_left_to_the_line() -> None:

@@ -9,10 +9,16 @@ worker, so both write the same text.
 from __future__ import annotations
 
 import json
+from array import array
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["Decoder", "PieceDecoder", "record_tokens", "record_tokens_text"]
+__all__ = ["Decoder", "PieceDecoder", "RecordTokensText", "record_tokens", "record_tokens_text"]
+
+#: Ids per remembered stretch of a record's token texts, and how many are remembered.
+_CHUNK = 128
+_CHUNKS_REMEMBERED = 4096
 
 #: Each token's text, in order, of a list of token ids.
 Decoder = Callable[[Sequence[int]], list[str]]
@@ -55,7 +61,7 @@ def record_tokens(
     ``score``; ``None`` when ``ids`` or ``masks`` is not a list or there is no decoder."""
     if not isinstance(ids, list) or not isinstance(masks, list) or decode is None:
         return None
-    trained = "".join(["0" if mask == -100 else "1" for mask in masks])
+    trained = _trained(masks)
     return {
         "pieces": decode(ids),
         "trained": trained,
@@ -69,3 +75,68 @@ def record_tokens_text(ids: list[int], masks: list[int], score: float, decode: D
     """The JSON text of ``record_tokens(ids, masks, score, decode)`` as it stands in a
     record's text (``json.dumps(record, ensure_ascii=False)``)."""
     return json.dumps(record_tokens(ids, masks, score, decode), ensure_ascii=False)
+
+
+class RecordTokensText:
+    """``text(ids, masks, score)``: ``record_tokens_text`` with the JSON text of each
+    stretch of ``_CHUNK`` token texts remembered by its ids (the rollouts of a run open
+    with the same system prompt and tools, so most stretches were written before).
+
+    Args:
+        decode_each: as ``PieceDecoder``'s.
+
+    Not thread-safe: one caller (thread) at a time.
+    """
+
+    def __init__(self, decode_each: Callable[[list[list[int]]], Sequence[Any]]) -> None:
+        self._decode = PieceDecoder(decode_each)
+        self._chunks: OrderedDict[bytes, str] = OrderedDict()
+
+    def text(self, ids: list[int], masks: list[int], score: float) -> str:
+        """The same text as ``record_tokens_text(ids, masks, score, decoder)``.
+
+        Raises:
+            Exception: whatever the decoder raises for an id it cannot decode.
+        """
+        try:
+            packed, marks = array("q", ids), array("q", masks)
+        except (TypeError, OverflowError):  # not 64-bit integers: no stretches
+            return record_tokens_text(ids, masks, score, self._decode)
+        pieces = self._stretches(packed, ids, self._piece_texts)
+        trained = "".join(self._stretches(marks, masks, _trained))
+        return (
+            f'{{"pieces": [{", ".join(pieces)}], "trained": "{trained}", "count": {len(ids)}, '
+            f'"trained_count": {trained.count("1")}, "score": {json.dumps(score)}}}'
+        )
+
+    def _piece_texts(self, ids: list[int]) -> str:
+        return ", ".join([json.dumps(piece, ensure_ascii=False) for piece in self._decode(ids)])
+
+    def _stretches(
+        self, packed: array[int], values: list[int], make: Callable[[list[int]], str]
+    ) -> list[str]:
+        """``make`` of each ``_CHUNK`` of ``values`` (``packed``: the same as an array),
+        remembered by the stretch's bytes (and by ``make``: pieces and marks apart)."""
+        data = packed.tobytes()
+        step = _CHUNK * packed.itemsize
+        known = self._chunks
+        tag = b"p" if make == self._piece_texts else b"m"
+        texts = []
+        for at in range(0, len(data), step):
+            key = tag + data[at : at + step]
+            text = known.get(key)
+            if text is None:
+                start = at // packed.itemsize
+                text = make(values[start : start + _CHUNK])
+                known[key] = text
+                if len(known) > _CHUNKS_REMEMBERED:
+                    known.popitem(last=False)
+            else:
+                known.move_to_end(key)
+            texts.append(text)
+        return texts
+
+
+def _trained(masks: list[int]) -> str:
+    """``"0"`` where the mask is -100, else ``"1"``."""
+    return "".join(["0" if mask == -100 else "1" for mask in masks])

@@ -38,7 +38,7 @@ from hermes_envs._group_file import LineEncoder
 from hermes_envs._tokenizer import ChatTemplateSpec, TemplateRenderer
 from hermes_envs.scoring._encoding import TextEncoder
 from hermes_envs.scoring._group import ScoredRollout, scored_group, skip_reason
-from hermes_envs.scoring._record_tokens import PieceDecoder, record_tokens_text
+from hermes_envs.scoring._record_tokens import RecordTokensText
 from hermes_envs.scoring._tokens import chat_template_tokens
 
 __all__ = ["LineMaker", "main"]
@@ -76,9 +76,9 @@ class LineMaker:
         self._group_size = int(setup["group_size"])
         self._ensure_scores_differ = bool(setup["ensure_scores_are_not_same"])
         self._lines = LineEncoder()
-        self._pieces: PieceDecoder | None = None
+        self._record_tokens: RecordTokensText | None = None
         if setup.get("record_tokens"):
-            self._pieces = PieceDecoder(
+            self._record_tokens = RecordTokensText(
                 lambda ids: backend.decode_batch(ids, skip_special_tokens=False)
             )
 
@@ -111,11 +111,11 @@ class LineMaker:
             header["skip"] = reason
             return header, "", []
         line = self._lines.encode(group)
-        pieces = self._pieces
-        if pieces is None or not request.get("record_tokens"):
+        made = self._record_tokens
+        if made is None or not request.get("record_tokens"):
             return header, line, []
         texts = [
-            record_tokens_text(ids, masks, score, pieces)
+            made.text(ids, masks, score)
             for ids, masks, score in zip(
                 group["tokens"], group["masks"], group["scores"], strict=True
             )
