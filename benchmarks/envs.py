@@ -19,7 +19,8 @@ the same load, while the ratio of each side's best run rewards whichever side ha
 get the machine's quietest seconds (on the shared 2-core machine the same run's wall time
 changes by up to 50% from one run to the next). Prints, per level (1 and 64 concurrent
 rollouts): scored groups/s of ``process``, rollouts/s of each side (best runs), the
-paired runs' ratios (median, range) and that of the best runs, and where a rollout's time goes in
+paired runs' ratios (median, range) and that of the best runs, the machine's load average
+at the start and the end, and where a rollout's time goes in
 ``process`` (ms per rollout, summed over concurrent rollouts: model calls, tool calls,
 reward, and the environment layer: the wall time ``process`` adds to ``AgentLoop`` alone,
 times the rollouts at once; the rest is sandbox start and close and the loop itself).
@@ -38,6 +39,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -418,6 +420,7 @@ def main() -> int:
     rounds, scale = (3, 64) if args.quick else (7, 512)
     window = 5.0 if args.quick else 8.0
     served: list[dict[str, float]] = []
+    load_at_start = os.getloadavg()  # the machine is shared: its load goes beside the figures
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "bench.json"
         script.write_text(json.dumps({"model": "scripted", "turns": SCRIPT}))
@@ -477,6 +480,8 @@ def main() -> int:
             f"{SERVE_GROUP}, up to {SERVE_WORKERS} groups at once per process; no bar)"
         )
     print()
+    loads = (" ".join(f"{x:.2f}" for x in load) for load in (load_at_start, os.getloadavg()))
+    print("load average (1, 5, 15 min) at the start: {}; at the end: {}".format(*loads))
     print("\n".join(missed) if missed else "all bars met")
     return 1 if missed else 0
 

@@ -20,6 +20,7 @@ from hermes_envs._group_file import LineEncoder
 from hermes_envs._tokenizer import TemplateRenderer
 from hermes_envs.scoring._encoding import TextEncoder
 from hermes_envs.scoring._group import ScoredRollout, scored_group, skip_reason
+from hermes_envs.scoring._record_tokens import PieceDecoder, record_tokens
 from hermes_envs.scoring._token_worker import TokenWorker, TokenWorkerUnavailable
 from hermes_envs.scoring._tokens import chat_template_tokens
 from hermes_loop.server import ModelServer, Policy
@@ -85,6 +86,19 @@ def _own_answer(
     return [list(pair) for pair in drift], reason, line
 
 
+def _own_record_tokens(hf: Any, line: str) -> list[str]:
+    """The ``tokens`` entry of each row's record, as the environment's records writer
+    makes it from the group line (the tokenizer's own ``batch_decode``)."""
+    if not line:
+        return []
+    group = json.loads(line)
+    decode = PieceDecoder(hf.batch_decode)
+    return [
+        json.dumps(record_tokens(ids, masks, score, decode), ensure_ascii=False)
+        for ids, masks, score in zip(group["tokens"], group["masks"], group["scores"], strict=True)
+    ]
+
+
 async def _started(setup: dict[str, Any]) -> TokenWorker:
     worker = TokenWorker(setup)
     await worker.start()
@@ -123,8 +137,9 @@ def test_the_workers_lines_are_the_environments_own(name: str, groups: list[Any]
                     for i, (messages, score) in enumerate(members)
                 ]
                 drift, reason, line = _own_answer(hf, tools, rollouts)
-                header, made = await worker.make_line(tools, rollouts)
+                header, made, texts = await worker.make_line(tools, rollouts, record_tokens=True)
                 assert (header["drift"], header.get("skip"), made) == (drift, reason, line)
+                assert texts == _own_record_tokens(hf, line)
         finally:
             await worker.aclose()
 
@@ -142,8 +157,9 @@ async def test_a_request_it_fails_on_is_refused_and_it_goes_on() -> None:
             await worker.make_line(None, [{"task_id": "b", "messages": [object()], "score": 1.0}])
         good = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]
         rollouts = [{"task_id": "c", "messages": good, "score": s} for s in (0.0, 1.0)]
-        _, line = await worker.make_line(None, rollouts)
+        _, line, texts = await worker.make_line(None, rollouts)
         assert line == _own_answer(hf, None, rollouts)[2]
+        assert texts == []  # not asked for
         assert worker.ready
     finally:
         await worker.aclose()
@@ -192,7 +208,14 @@ def test_it_stands_in_only_for_a_fast_tokenizer_with_a_chat_template() -> None:
             tokenizer, eos_token="x", group_size=1, ensure_scores_are_not_same=False
         )
 
-    assert setup(hf) is not None
+    made = setup(hf)
+    assert made is not None
+    assert made["record_tokens"] is True
+    # A tokenizer that cleans up tokenization spaces decodes otherwise: not in the worker.
+    hf.clean_up_tokenization_spaces = True
+    made = setup(hf)
+    assert made is not None
+    assert made["record_tokens"] is False
     hf.chat_template = None
     assert setup(hf) is None
     assert setup(object()) is None
@@ -270,3 +293,21 @@ async def test_a_worker_killed_mid_run_loses_no_group(
     assert len(groups) == 30
     assert all(group["scores"] == [1.0, 1.0] for group in groups)
     assert any("from now on" in record.getMessage() for record in caplog.records)
+
+
+async def test_the_worker_starts_before_setup(tmp_path: Path) -> None:
+    # Its start-up overlaps the checks and setup, not the first rollouts.
+    running_at_setup: list[bool] = []
+
+    class Recording(TerminalTestEnv):
+        async def setup(self) -> None:
+            running_at_setup.append(self.token_worker is not None)
+            await super().setup()
+
+    out = tmp_path / "groups.jsonl"
+    async with ModelServer(Policy(terminal_test_oracle)) as model:
+        env = Recording(process_config(out, write_viewer_html=False), [server(model.base_url)])
+        env.n_groups_to_process = 1
+        await env.process_manager()
+    assert running_at_setup == [True]
+    assert len(out.read_text().splitlines()) == 1

@@ -502,7 +502,12 @@ class HermesAgentBaseEnv(HermesAgentEvalEnv[ItemT]):
             assert isinstance(writer, GroupFile)
             writer.write_line(scored.line)
             self._record(item)
-            await self.rollout_records.group_written(item, scored.group or scored.line)
+            await self.rollout_records.group_written(
+                item,
+                scored.group or scored.line,
+                rows=scored.rows,
+                record_tokens=scored.record_tokens,
+            )
 
     def _record(self, item: ItemT) -> None:
         """A group of ``item`` is written: recorded in the group file's log of items."""
@@ -544,6 +549,10 @@ class HermesAgentBaseEnv(HermesAgentEvalEnv[ItemT]):
             # No trainer registers a length in process mode: use the config's, so that
             # Atropos does not warn on every group that lengths are ignored.
             self.max_token_len = self.config.max_token_length
+        # First: its start (a Python process, about 0.3 s of CPU) overlaps the checks
+        # and setup below instead of the first rollouts (whose lines the thread makes
+        # until it is ready).
+        await self._start_token_worker()
         await self._preflight()
         if self.config.terminal_backend == "local":
             # What the sandboxes of a killed earlier run left behind goes first.
@@ -553,7 +562,6 @@ class HermesAgentBaseEnv(HermesAgentEvalEnv[ItemT]):
         await self.setup()
         await check_endpoints(self.server_configs, self.config)
         await start_wandb(self.config.use_wandb, self._start_wandb)
-        await self._start_token_worker()
         target = int(getattr(self, "n_groups_to_process", None) or self.config.total_steps)
         if self.group_log is not None:
             self.stats.groups_done = self.group_log.done

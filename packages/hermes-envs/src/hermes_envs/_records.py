@@ -33,12 +33,13 @@ cap dropped, then the middle of a very long conversation, each cut said).
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any, Final, Protocol
@@ -50,6 +51,7 @@ from hermes_envs._redaction import Redactor
 from hermes_envs._resume import GroupLog, item_seed
 from hermes_envs._rollout import RolloutOutcome
 from hermes_envs.scoring._group import wire_messages
+from hermes_envs.scoring._record_tokens import Decoder, PieceDecoder, record_tokens
 
 __all__ = [
     "EVAL_RECORDS",
@@ -70,8 +72,6 @@ _HELD_PER_WORKER: Final = 4
 _STRING_CAP: Final = 100_000
 
 logger = logging.getLogger(__name__)
-
-Decoder = Callable[[Sequence[int]], list[str]]
 
 
 def capped(record: dict[str, Any], cap: int = RECORD_CAP) -> dict[str, Any]:
@@ -187,19 +187,6 @@ def outcome_record(outcome: RolloutOutcome) -> dict[str, Any]:
     return record
 
 
-def _tokens(ids: Any, masks: Any, score: Any, decode: Decoder | None) -> dict[str, Any] | None:
-    if not isinstance(ids, list) or not isinstance(masks, list) or decode is None:
-        return None
-    trained = "".join(["0" if mask == -100 else "1" for mask in masks])
-    return {
-        "pieces": decode(ids),
-        "trained": trained,
-        "count": len(ids),
-        "trained_count": trained.count("1"),
-        "score": score,
-    }
-
-
 def _row(group: dict[str, Any], name: str, index: int) -> Any:
     rows = group.get(name)
     return rows[index] if isinstance(rows, list) and index < len(rows) else None
@@ -239,7 +226,7 @@ def group_records(
                 "from_group_line": True,
             }
         record["score"] = scores[index]
-        made = _tokens(
+        made = record_tokens(
             _row(group, "tokens", index), _row(group, "masks", index), scores[index], decode
         )
         if made is not None:
@@ -280,6 +267,65 @@ def _count_lines(path: Path, start: int) -> tuple[int, int]:
     return count, start
 
 
+def _texts(records: Iterable[dict[str, Any]]) -> list[str]:
+    """Each record's JSON text (before redaction and cap)."""
+    return [json.dumps(record, ensure_ascii=False, default=str) for record in records]
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value`` comes back from JSON as it is (equal, of the same types): only
+    dicts with string keys, lists, strings, integers, booleans, ``None`` and floats
+    other than NaN (which equals nothing, not even itself)."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return True
+    if kind is float:
+        return bool(value == value)
+    if kind is list:
+        return all(_plain(entry) for entry in value)
+    if kind is dict:
+        return all(type(key) is str and _plain(entry) for key, entry in value.items())
+    return False
+
+
+def rows_with_tokens(
+    outcomes: Sequence[RolloutOutcome],
+    rows: Sequence[RolloutOutcome],
+    record_tokens: Sequence[str],
+) -> list[str] | None:
+    """The record texts ``group_records`` makes (``_texts``) for a group line whose rows
+    are the outcomes ``rows`` (in order), each row's ``tokens`` entry given as JSON text
+    (``record_tokens``), and ``outcomes`` the held outcomes of its item; without the
+    line. ``None`` when that cannot be known without it: the good held outcomes are not
+    exactly ``rows``, or a conversation would not come back from JSON as it is (then
+    matching outcomes to rows by their messages needs the line's own)."""
+    free = [o for o in outcomes if o.ok and o.result is not None]
+    if len(free) != len(rows) or len(record_tokens) != len(rows):
+        return None
+    held = {id(outcome) for outcome in free}
+    if len(held) != len(free) or any(id(row) not in held for row in rows):
+        return None
+    wires: dict[int, list[dict[str, Any]]] = {}
+    for outcome in free:
+        assert outcome.result is not None
+        wire = wire_messages(outcome.result.messages)
+        if not _plain(wire):
+            return None
+        wires[id(outcome)] = wire
+    texts = []
+    for row, tokens in zip(rows, record_tokens, strict=True):
+        # As group_records: the first held outcome with the row's messages.
+        wanted = wires[id(row)]
+        at = next((n for n, outcome in enumerate(free) if wires[id(outcome)] == wanted), None)
+        if at is None:
+            return None
+        record = outcome_record(free.pop(at))
+        record["score"] = row.score
+        text = json.dumps(record, ensure_ascii=False, default=str)
+        texts.append(f'{text[:-1]}, "tokens": {tokens}}}')
+    return texts + _texts(outcome_record(o) for o in outcomes if not o.ok)
+
+
 class RecordedEnv(Protocol):
     """What the records writer uses of its environment (a ``HermesAgentBaseEnv``)."""
 
@@ -308,8 +354,10 @@ class RolloutRecords:
         self._counted = 0
         self._eval_path: Path | None = None
         self._lock = threading.Lock()
-        self._pieces: dict[int, str] = {}  # token id -> its text (a vocabulary at most)
+        self._pieces: PieceDecoder | None = None  # token texts by id (a vocabulary at most)
         self._warned = False
+        #: Whether the token worker's record tokens are used (``None``: not checked yet).
+        self._worker_tokens: bool | None = None
 
     def _failed(self, error: Exception) -> None:
         if not self._warned:
@@ -340,9 +388,19 @@ class RolloutRecords:
     def _take(self, item: Any) -> list[RolloutOutcome]:
         return self._held.pop(item_seed(item), [])
 
-    async def group_written(self, item: Any, group: Any) -> None:
+    async def group_written(
+        self,
+        item: Any,
+        group: Any,
+        *,
+        rows: Sequence[RolloutOutcome] | None = None,
+        record_tokens: Sequence[str] | None = None,
+    ) -> None:
         """Append the records of ``item``'s group, just written to the group file
-        (``group``: its scored data, or its line's text).
+        (``group``: its scored data, or its line's text). A line made by the token worker
+        may come with ``rows`` (the outcomes of its rows, in order) and ``record_tokens``
+        (each row's ``tokens`` entry as JSON text, made there): the records are then made
+        without reading the line back, the first time checked against those made from it.
 
         A records file that cannot be written (or a group file line that cannot be read
         back) is logged (once) and the run goes on.
@@ -352,32 +410,31 @@ class RolloutRecords:
             return
         outcomes = self._take(item)
         loop = asyncio.get_running_loop()
+        write = functools.partial(
+            self._write_group, Path(path), item, group, outcomes, rows, record_tokens
+        )
         try:
-            await loop.run_in_executor(
-                self._env.token_executor, self._write_group, Path(path), item, group, outcomes
-            )
+            await loop.run_in_executor(self._env.token_executor, write)
         except (OSError, ValueError) as error:  # ValueError: a group line that is not JSON
             self._failed(error)
 
     def _decoder(self) -> Decoder | None:
-        """Each token's text, remembered by id (the rollouts of a run share most of their
-        tokens: only ids not seen before reach the tokenizer). Tokenizer thread only."""
+        """Each token's text, remembered by id (``PieceDecoder``). Tokenizer thread only."""
         tokenizer = self._env.tokenizer
         if tokenizer is None:
             return None
-        known = self._pieces
-
-        def decode(ids: Sequence[int]) -> list[str]:
-            new = sorted({i for i in ids if i not in known})
-            if new:
-                texts = tokenizer.batch_decode([[i] for i in new])
-                known.update(zip(new, map(str, texts), strict=True))
-            return [known[i] for i in ids]
-
-        return decode
+        if self._pieces is None:
+            self._pieces = PieceDecoder(tokenizer.batch_decode)
+        return self._pieces
 
     def _write_group(
-        self, path: Path, item: Any, group: Any, outcomes: list[RolloutOutcome]
+        self,
+        path: Path,
+        item: Any,
+        group: Any,
+        outcomes: list[RolloutOutcome],
+        rows: Sequence[RolloutOutcome] | None = None,
+        record_tokens: Sequence[str] | None = None,
     ) -> None:
         if self._groups_path != path:
             self._groups_path = path
@@ -392,12 +449,41 @@ class RolloutRecords:
         if not more:  # the writer skipped the group: nothing to record
             return
         self._lines += more
-        if isinstance(group, str):
-            group = json.loads(group)
-        if not isinstance(group, dict):
-            return
-        rollouts = group_records(group, outcomes, self._decoder())
-        self._append(records_path(path), self._line(self._lines - 1, item, rollouts))
+        texts = None
+        if isinstance(group, str) and rows is not None and record_tokens is not None:
+            texts = self._worker_texts(group, outcomes, rows, record_tokens)
+        if texts is None:
+            if isinstance(group, str):
+                group = json.loads(group)
+            if not isinstance(group, dict):
+                return
+            texts = _texts(group_records(group, outcomes, self._decoder()))
+        self._append(records_path(path), self._line_of(self._lines - 1, item, texts))
+
+    def _worker_texts(
+        self,
+        line: str,
+        outcomes: list[RolloutOutcome],
+        rows: Sequence[RolloutOutcome],
+        record_tokens: Sequence[str],
+    ) -> list[str] | None:
+        """The record texts of a group line made by the token worker, from its ``rows``
+        and their ``record_tokens`` (``rows_with_tokens``), the first time checked
+        against those made from ``line``; ``None`` where they cannot be made so (then
+        the line is read back)."""
+        if self._worker_tokens is False:
+            return None
+        texts = rows_with_tokens(outcomes, rows, record_tokens)
+        if texts is not None and self._worker_tokens is None:
+            own = _texts(group_records(json.loads(line), outcomes, self._decoder()))
+            self._worker_tokens = texts == own
+            if not self._worker_tokens:
+                logger.warning(
+                    "the token worker's record tokens differ from the environment's own; "
+                    "records are made from the group lines from now on"
+                )
+                return own
+        return texts
 
     def _reconcile(self, path: Path, written: int) -> None:
         """Make the records file hold the first ``written`` groups of the group file (the
@@ -428,18 +514,23 @@ class RolloutRecords:
             write_whole(target, after)  # a kill now leaves the old file or the new one
 
     def _line(self, index: int, item: Any, rollouts: list[dict[str, Any]]) -> str:
-        """The records line: ``group``, ``item``, ``recorded_at``, ``rollouts`` (each
-        redacted and capped; one JSON encoding per rollout unless it needs cutting)."""
+        """The records line of ``rollouts`` (``_line_of`` their JSON texts)."""
+        return self._line_of(index, item, _texts(rollouts))
+
+    def _line_of(self, index: int, item: Any, texts: Sequence[str]) -> str:
+        """The records line: ``group``, ``item``, ``recorded_at``, ``rollouts`` (the
+        records' JSON ``texts``, each redacted and capped: decoded again only when it
+        needs cutting)."""
         redact = self._env.redactor
         head = {"group": index, "item": cut_strings(item, 2000), "recorded_at": time.time()}
-        texts = []
-        for record in rollouts:
-            text = redact(json.dumps(record, ensure_ascii=False, default=str))
+        kept = []
+        for made in texts:
+            text = redact(made)
             if len(text) > RECORD_CAP or len(text.encode()) > RECORD_CAP:
                 text = json.dumps(capped(json.loads(text)), ensure_ascii=False)
-            texts.append(text)
+            kept.append(text)
         start = redact(json.dumps(head, ensure_ascii=False, default=str))
-        return f'{start[:-1]}, "rollouts": [{", ".join(texts)}]}}'
+        return f'{start[:-1]}, "rollouts": [{", ".join(kept)}]}}'
 
     @staticmethod
     def _append(target: Path, line: str) -> None:

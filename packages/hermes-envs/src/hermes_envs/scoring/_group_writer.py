@@ -39,11 +39,18 @@ logger = logging.getLogger(__name__)
 @dataclass(slots=True)
 class Scored:
     """A group as ``collect_trajectories`` returns it (``group``, ``backlog``) and, when
-    made with its tokens, its line of the group file ("" when the checks skip it)."""
+    made with its tokens, its line of the group file ("" when the checks skip it).
+
+    A line from the token worker also comes with ``rows`` (the outcomes of its rows, in
+    order) and, when the worker made them, ``record_tokens`` (each row's ``tokens``
+    entry of its rollout record, as JSON text: ``hermes_envs.scoring._record_tokens``).
+    """
 
     group: ScoredDataGroup | list[ScoredDataGroup | None] | None
     backlog: list[Any]
     line: str | None = None
+    rows: Sequence[RolloutOutcome] | None = None
+    record_tokens: list[str] | None = None
 
     @property
     def scored(self) -> bool:
@@ -180,7 +187,9 @@ class GroupWriter:
                 }
             )
         try:
-            header, line = await worker.make_line(tools.schemas() or None, rollouts)
+            header, line, texts = await worker.make_line(
+                tools.schemas() or None, rollouts, record_tokens=worker.makes_record_tokens
+            )
         except TokenWorkerUnavailable as exc:
             if worker.gone is not None:
                 await self._drop_worker(worker, str(exc))
@@ -199,7 +208,8 @@ class GroupWriter:
         self.stats.token_drift += log_drift([(task, turns) for task, turns in header["drift"]])
         if skip is not None:
             logger.warning("%s", skip)
-        return Scored(None, [], "" if skip is not None else line)
+            return Scored(None, [], "")
+        return Scored(None, [], line, good, texts if len(texts) == len(good) else None)
 
     async def start_worker(self, tokenizer: Any, eos_token: str) -> None:
         """Start the token worker for ``tokenizer`` (a transformers tokenizer); when it

@@ -25,9 +25,11 @@ __all__ = ["TokenWorker", "TokenWorkerUnavailable", "WorkerAnswer"]
 #: The longest answer line read (a group of long conversations makes megabytes).
 _LINE_LIMIT = 1 << 30
 
-#: ``(header, line)``: the header names the drift (``[task_id, turns]``) and, when the
-#: group is not written, why (``skip``); ``line`` is the group file's line.
-WorkerAnswer = tuple[dict[str, Any], str]
+#: ``(header, line, record_tokens)``: the header names the drift (``[task_id, turns]``)
+#: and, when the group is not written, why (``skip``); ``line`` is the group file's line;
+#: ``record_tokens`` the JSON text of each row's ``tokens`` entry of its rollout record,
+#: when asked for and made (else empty).
+WorkerAnswer = tuple[dict[str, Any], str, list[str]]
 
 
 class TokenWorkerUnavailable(Exception):
@@ -56,8 +58,10 @@ class TokenWorker:
         tokenizer: Any, *, eos_token: str, group_size: int, ensure_scores_are_not_same: bool
     ) -> dict[str, Any] | None:
         """The set-up for ``tokenizer``, or ``None`` when the worker cannot stand in for
-        it: not a fast (Rust-backed) tokenizer, or no chat template. Blocking (the
-        tokenizer is written out as JSON): call it on a thread.
+        it: not a fast (Rust-backed) tokenizer, or no chat template. ``record_tokens``
+        (the worker may make the records' token texts) is set when the tokenizer's
+        ``batch_decode`` of single ids is its backend's ``decode`` (``_decodes_plainly``).
+        Blocking (the tokenizer is written out as JSON): call it on a thread.
         """
         backend = getattr(tokenizer, "backend_tokenizer", None)
         if backend is None or not getattr(tokenizer, "is_fast", False):
@@ -71,6 +75,7 @@ class TokenWorker:
             "eos_token": eos_token,
             "group_size": group_size,
             "ensure_scores_are_not_same": ensure_scores_are_not_same,
+            "record_tokens": _decodes_plainly(tokenizer),
         }
 
     @property
@@ -103,11 +108,22 @@ class TokenWorker:
         self._process.stdin.write(json.dumps(self._setup).encode() + b"\n")
         self._reader = asyncio.create_task(self._read(), name="hermes-envs-token-worker")
 
+    @property
+    def makes_record_tokens(self) -> bool:
+        """Whether the worker makes the records' token texts when asked (its set-up's
+        ``record_tokens``)."""
+        return bool(self._setup.get("record_tokens"))
+
     async def make_line(
-        self, tools: Sequence[Mapping[str, Any]] | None, rollouts: Sequence[Mapping[str, Any]]
+        self,
+        tools: Sequence[Mapping[str, Any]] | None,
+        rollouts: Sequence[Mapping[str, Any]],
+        *,
+        record_tokens: bool = False,
     ) -> WorkerAnswer:
-        """The header and line of a group of ``rollouts`` (``task_id``, ``messages``,
-        ``score`` each) offered ``tools``.
+        """The header, line and (with ``record_tokens``, where ``makes_record_tokens``)
+        the rows' record token texts of a group of ``rollouts`` (``task_id``,
+        ``messages``, ``score`` each) offered ``tools``.
 
         Raises:
             TokenWorkerUnavailable: if the worker is not ready or is gone, the request
@@ -121,7 +137,10 @@ class TokenWorker:
         self._next_id += 1
         number = self._next_id
         try:
-            request = json.dumps({"id": number, "tools": tools, "rollouts": rollouts})
+            fields: dict[str, Any] = {"id": number, "tools": tools, "rollouts": rollouts}
+            if record_tokens:
+                fields["record_tokens"] = True
+            request = json.dumps(fields)
         except (TypeError, ValueError) as exc:
             raise TokenWorkerUnavailable(f"the group is not JSON: {exc}") from exc
         answer: asyncio.Future[WorkerAnswer] = asyncio.get_running_loop().create_future()
@@ -129,14 +148,14 @@ class TokenWorker:
         try:
             process.stdin.write(request.encode() + b"\n")
             await process.stdin.drain()
-            header, line = await answer
+            made = await answer
         except (ConnectionError, RuntimeError) as exc:
             raise TokenWorkerUnavailable(f"the token worker is gone: {exc}") from exc
         finally:
             self._waiting.pop(number, None)
-        if "error" in header:
-            raise TokenWorkerUnavailable(f"the token worker failed: {header['error']}")
-        return header, line
+        if "error" in made[0]:
+            raise TokenWorkerUnavailable(f"the token worker failed: {made[0]['error']}")
+        return made
 
     async def _read(self) -> None:
         process = self._process
@@ -155,11 +174,11 @@ class TokenWorker:
                         reason = f"the token worker did not start: {text[:200]!r}"
                         break
                     continue
-                head, _, line = text.partition("\t")
+                head, line, *texts = text.split("\t")
                 header = json.loads(head)
                 waiting = self._waiting.pop(header.get("id"), None)
                 if waiting is not None and not waiting.done():
-                    waiting.set_result((header, line))
+                    waiting.set_result((header, line, texts))
         except (ValueError, OSError) as exc:
             reason = f"the token worker's answer could not be read: {exc}"
         finally:
@@ -198,3 +217,20 @@ class TokenWorker:
                 self._reader.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await self._reader
+
+
+def _decodes_plainly(tokenizer: Any) -> bool:
+    """Whether ``tokenizer.batch_decode([[id], ...])`` is its backend's ``decode([id])``
+    for each id: a ``transformers`` fast tokenizer whose class keeps the decoding methods
+    of ``PreTrainedTokenizerFast`` and which does not clean up tokenization spaces."""
+    try:
+        from transformers import PreTrainedTokenizerFast
+    except ImportError:
+        return False
+    if not isinstance(tokenizer, PreTrainedTokenizerFast):
+        return False
+    kind = type(tokenizer)
+    return not getattr(tokenizer, "clean_up_tokenization_spaces", True) and all(
+        getattr(kind, name) is getattr(PreTrainedTokenizerFast, name)
+        for name in ("batch_decode", "decode", "_decode")
+    )

@@ -9,13 +9,18 @@ Protocol (UTF-8 lines, surrogates passed through):
 
 - in, first: the set-up, one JSON object: ``tokenizer`` (the ``tokenizers`` JSON of a
   fast tokenizer), ``encode_special_tokens``, ``chat_template`` (a ``ChatTemplateSpec``
-  as a JSON object), ``eos_token``, ``group_size``, ``ensure_scores_are_not_same``;
+  as a JSON object), ``eos_token``, ``group_size``, ``ensure_scores_are_not_same``, and
+  ``record_tokens`` (optional, false by default: whether a token's text is the
+  tokenizer's ``decode([id])``, so that the worker may make the records' token texts);
 - out: ``ready``;
 - in, then: one request per line: ``{"id", "tools", "rollouts": [{"task_id",
-  "messages", "score"}]}``;
+  "messages", "score"}]}``, and ``"record_tokens": true`` to get each row's ``tokens``
+  entry of its rollout record (``hermes_envs.scoring._record_tokens``) too;
 - out: one answer per request, in order: a JSON header (``id``; ``drift``: ``[task_id,
   turns]`` pairs; ``skip``: why Atropos would not write the group; or ``error``), a
-  tab, and the group's line (empty when skipped or failed).
+  tab, and the group's line (empty when skipped or failed); when the record tokens were
+  asked for, the set-up allows them and the line was made: a tab and the JSON text of
+  each row's entry, tab-separated, in the order of the rows (JSON text holds no tab).
 
 The worker ignores SIGINT (its parent decides when it stops) and ends with its stdin.
 """
@@ -33,6 +38,7 @@ from hermes_envs._group_file import LineEncoder
 from hermes_envs._tokenizer import ChatTemplateSpec, TemplateRenderer
 from hermes_envs.scoring._encoding import TextEncoder
 from hermes_envs.scoring._group import ScoredRollout, scored_group, skip_reason
+from hermes_envs.scoring._record_tokens import RecordTokensText
 from hermes_envs.scoring._tokens import chat_template_tokens
 
 __all__ = ["LineMaker", "main"]
@@ -70,9 +76,15 @@ class LineMaker:
         self._group_size = int(setup["group_size"])
         self._ensure_scores_differ = bool(setup["ensure_scores_are_not_same"])
         self._lines = LineEncoder()
+        self._record_tokens: RecordTokensText | None = None
+        if setup.get("record_tokens"):
+            self._record_tokens = RecordTokensText(
+                lambda ids: backend.decode_batch(ids, skip_special_tokens=False)
+            )
 
-    def make(self, request: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
-        """The answer header and line of one request.
+    def make(self, request: Mapping[str, Any]) -> tuple[dict[str, Any], str, list[str]]:
+        """The answer header, line and record token texts (empty unless asked for,
+        allowed by the set-up and the line made) of one request.
 
         Raises:
             ValueError: if the chat template cannot render a conversation.
@@ -97,8 +109,18 @@ class LineMaker:
         reason = skip_reason(group, self._group_size, self._ensure_scores_differ)
         if reason is not None:
             header["skip"] = reason
-            return header, ""
-        return header, self._lines.encode(group)
+            return header, "", []
+        line = self._lines.encode(group)
+        made = self._record_tokens
+        if made is None or not request.get("record_tokens"):
+            return header, line, []
+        texts = [
+            made.text(ids, masks, score)
+            for ids, masks, score in zip(
+                group["tokens"], group["masks"], group["scores"], strict=True
+            )
+        ]
+        return header, line, texts
 
 
 def serve(source: TextIO, sink: TextIO) -> int:
@@ -118,10 +140,11 @@ def serve(source: TextIO, sink: TextIO) -> int:
         request: dict[str, Any] = {}
         try:
             request = json.loads(text)
-            header, line = maker.make(request)
+            header, line, texts = maker.make(request)
         except Exception as exc:
             header, line = {"id": request.get("id"), "error": f"{type(exc).__name__}: {exc}"}, ""
-        sink.write(json.dumps(header) + "\t" + line + "\n")
+            texts = []
+        sink.write("\t".join([json.dumps(header), line, *texts]) + "\n")
         sink.flush()
     return 0
 
