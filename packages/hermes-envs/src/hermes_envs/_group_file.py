@@ -5,19 +5,16 @@ from __future__ import annotations
 import json
 import threading
 from array import array
-from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from hermes_envs._chunk_texts import ChunkTexts
 
 __all__ = ["GroupFile", "LineEncoder"]
 
 #: The fields holding a list of token-id lists per rollout: the bulk of a line.
 _ID_FIELDS = frozenset({"tokens", "masks"})
-
-#: Ids per remembered stretch of a token list, and how many stretches are remembered.
-_CHUNK = 128
-_CHUNKS_REMEMBERED = 4096
 
 
 class LineEncoder:
@@ -32,7 +29,7 @@ class LineEncoder:
 
     def __init__(self) -> None:
         self._encoder = json.JSONEncoder(ensure_ascii=False)
-        self._chunks: OrderedDict[bytes, str] = OrderedDict()
+        self._chunks = ChunkTexts()
         self._lock = threading.Lock()
 
     def encode(self, group: Any) -> str:
@@ -69,24 +66,8 @@ class LineEncoder:
         return "[" + ", ".join(texts) + "]"
 
     def _chunk_texts(self, ids: array[int]) -> list[str]:
-        """The texts of ``ids``, ``_CHUNK`` at a time, each remembered: rollouts of a run
-        open with the same system prompt and tools, so most chunks were written before."""
-        data = ids.tobytes()
-        step = _CHUNK * ids.itemsize
-        known = self._chunks
-        texts = []
-        for at in range(0, len(data), step):
-            key = data[at : at + step]
-            text = known.get(key)
-            if text is None:
-                text = ", ".join(map(str, ids[at // ids.itemsize : (at + step) // ids.itemsize]))
-                known[key] = text
-                if len(known) > _CHUNKS_REMEMBERED:
-                    known.popitem(last=False)
-            else:
-                known.move_to_end(key)
-            texts.append(text)
-        return texts
+        """The texts of ``ids``, ``CHUNK`` at a time, each remembered."""
+        return self._chunks.texts(ids, lambda start, stop: ", ".join(map(str, ids[start:stop])))
 
 
 class GroupFile:

@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import json
 from array import array
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["Decoder", "PieceDecoder", "RecordTokensText", "record_tokens", "record_tokens_text"]
+from hermes_envs._chunk_texts import ChunkTexts
 
-#: Ids per remembered stretch of a record's token texts, and how many are remembered.
-_CHUNK = 128
-_CHUNKS_REMEMBERED = 4096
+__all__ = ["Decoder", "PieceDecoder", "RecordTokensText", "record_tokens", "record_tokens_text"]
 
 #: Each token's text, in order, of a list of token ids.
 Decoder = Callable[[Sequence[int]], list[str]]
@@ -79,7 +76,7 @@ def record_tokens_text(ids: list[int], masks: list[int], score: float, decode: D
 
 class RecordTokensText:
     """``text(ids, masks, score)``: ``record_tokens_text`` with the JSON text of each
-    stretch of ``_CHUNK`` token texts remembered by its ids (the rollouts of a run open
+    stretch of ``CHUNK`` token texts remembered by its ids (the rollouts of a run open
     with the same system prompt and tools, so most stretches were written before).
 
     Args:
@@ -90,7 +87,7 @@ class RecordTokensText:
 
     def __init__(self, decode_each: Callable[[list[list[int]]], Sequence[Any]]) -> None:
         self._decode = PieceDecoder(decode_each)
-        self._chunks: OrderedDict[bytes, str] = OrderedDict()
+        self._chunks = ChunkTexts()
 
     def text(self, ids: list[int], masks: list[int], score: float) -> str:
         """The same text as ``record_tokens_text(ids, masks, score, decoder)``.
@@ -115,26 +112,10 @@ class RecordTokensText:
     def _stretches(
         self, packed: array[int], values: list[int], make: Callable[[list[int]], str]
     ) -> list[str]:
-        """``make`` of each ``_CHUNK`` of ``values`` (``packed``: the same as an array),
+        """``make`` of each ``CHUNK`` of ``values`` (``packed``: the same as an array),
         remembered by the stretch's bytes (and by ``make``: pieces and marks apart)."""
-        data = packed.tobytes()
-        step = _CHUNK * packed.itemsize
-        known = self._chunks
         tag = b"p" if make == self._piece_texts else b"m"
-        texts = []
-        for at in range(0, len(data), step):
-            key = tag + data[at : at + step]
-            text = known.get(key)
-            if text is None:
-                start = at // packed.itemsize
-                text = make(values[start : start + _CHUNK])
-                known[key] = text
-                if len(known) > _CHUNKS_REMEMBERED:
-                    known.popitem(last=False)
-            else:
-                known.move_to_end(key)
-            texts.append(text)
-        return texts
+        return self._chunks.texts(packed, lambda start, stop: make(values[start:stop]), tag)
 
 
 def _trained(masks: list[int]) -> str:
