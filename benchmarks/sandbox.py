@@ -52,6 +52,9 @@ BARS = {"local": 1.3, "local-iso": 1.3, "docker": 1.0}
 # more, inherent to keeping state); it is shown for information.
 COMMANDS = [("echo hi", True), ("cat /etc/os-release", True), ("cd /etc && cat os-release", False)]
 FILE_MB = 50
+#: Seconds waited before each timed docker command (see ``exec_ratio``'s ``settle``).
+DOCKER_SETTLE = 0.02
+
 #: docker: ``exec("true")`` against the SDK's ``exec_run`` (paired median ratio), its
 #: median in ms, and transfers against ``docker cp`` (throughput ratio, at least).
 EXEC_RUN_BAR = 0.1
@@ -151,10 +154,20 @@ async def warm_creates(count: int) -> list[float]:
 
 
 async def exec_ratio(
-    sandbox: Sandbox, command: str, bare: Callable[[], None], settings: Settings
+    sandbox: Sandbox,
+    command: str,
+    bare: Callable[[], None],
+    settings: Settings,
+    settle: float = 0.0,
 ) -> tuple[float, float, float]:
     """(our median, bare median, median of per-pair ratios), seconds, for the round with
-    the lowest ratio. Each pair runs back to back, so both sides see the same load."""
+    the lowest ratio. Each pair runs back to back, so both sides see the same load.
+
+    ``settle``: seconds waited (not timed) before each side, so that neither is timed
+    while the daemon still finishes the other's command: a docker ``exec_start``
+    returns before dockerd and containerd are done with the exec (its process reaped,
+    its events sent), and on 2 cores that aftermath added about 1.4 ms to a command
+    timed right after it (4.6 against 3.3 ms in one run)."""
     for _ in range(5):  # warm up both sides
         bare()
         await sandbox.exec(command)
@@ -162,9 +175,13 @@ async def exec_ratio(
     for _ in range(settings.rounds):
         ours, theirs = [], []
         for _ in range(settings.execs):
+            if settle:
+                await asyncio.sleep(settle)
             started = time.perf_counter()
             bare()
             theirs.append(time.perf_counter() - started)
+            if settle:
+                await asyncio.sleep(settle)
             started = time.perf_counter()
             result = await sandbox.exec(command)
             ours.append(time.perf_counter() - started)
@@ -306,6 +323,7 @@ async def bench_docker(settings: Settings, payload: Path, scratch: Path) -> list
                 "true",
                 functools.partial(sdk_exec_run, daemon.api, container),
                 sdk_settings,
+                settle=DOCKER_SETTLE,
             )
         finally:
             daemon.close()
@@ -316,7 +334,11 @@ async def bench_docker(settings: Settings, payload: Path, scratch: Path) -> list
         for command, barred in COMMANDS:
             argv = ["docker", "exec", container, "bash", "-c", command]
             ours, cli, ratio = await exec_ratio(
-                sandbox, command, functools.partial(bare_run, argv), docker_settings
+                sandbox,
+                command,
+                functools.partial(bare_run, argv),
+                docker_settings,
+                settle=DOCKER_SETTLE,
             )
             rows.append(
                 Row("docker", f"exec {command!r} (vs docker exec)", ours * 1e3, cli * 1e3,
