@@ -231,6 +231,19 @@ def test_rescore_of_a_run_whose_tasks_moved_names_the_folder_and_the_option(
     assert (edited.status, edited.extra["tests_changed"]) == ("fail", True)
 
 
+def test_a_rescore_folder_that_cannot_be_written_is_named_as_such(
+    oracle_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    shutil.copytree(oracle_run / "out", out, ignore=shutil.ignore_patterns("rescore"))
+    (out / "rescore").write_text("a file where the rescore folder goes")
+    assert main(["terminalbench2", "rescore", str(out)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err
+    assert f"output folder {out / 'rescore'} cannot be written" in err
+    assert "already holds a rescore" not in err
+
+
 @pytest.mark.parametrize(
     ("make", "says"),
     [

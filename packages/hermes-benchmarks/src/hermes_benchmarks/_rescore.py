@@ -34,7 +34,13 @@ from pathlib import Path
 from rich.console import Console
 
 from hermes_benchmarks._config import BenchConfig
-from hermes_benchmarks._errors import ArtifactsError, RescoreError, ResultsFileError, TaskError
+from hermes_benchmarks._errors import (
+    ArtifactsError,
+    OutputFolderError,
+    RescoreError,
+    ResultsFileError,
+    TaskError,
+)
 from hermes_benchmarks._image_map import ImageMap
 from hermes_benchmarks._report import results_tables
 from hermes_benchmarks._results import ResultsLog, TrialResult
@@ -192,6 +198,8 @@ async def rescore_run(
         ValueError: ``max_concurrent_tasks`` is below 1.
         RescoreError: ``rescore/results.jsonl`` holds results and ``resume`` is false.
         ResultsFileError: resuming a ``rescore/results.jsonl`` with a corrupt line.
+        OutputFolderError: ``rescore/`` is in use by another rescore or cannot be
+            written (said as such, not as a rescore already there).
     """
     if max_concurrent_tasks < 1:
         raise ValueError(f"max_concurrent_tasks must be at least 1, got {max_concurrent_tasks}")
@@ -208,6 +216,8 @@ async def rescore_run(
             options=settings.sandbox_options,
             option=None,  # the rescore folder is the run's: no setting chooses another
         )
+    except OutputFolderError:  # in use by another rescore, or not writable: its own words
+        raise
     except ResultsFileError as error:
         if resume:
             raise
