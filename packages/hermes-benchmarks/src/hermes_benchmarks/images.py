@@ -75,10 +75,15 @@ class TaskImage:
 def task_image_tag(task: Task, dockerfile_text: str, *, verifier: bool = False) -> str:
     """``hermes-bench/<task>:<hash of the environment folder and the Dockerfile used>``
     (``hermes-bench/<task>-verifier:<hash of tests/ ...>`` for a verifier image)."""
-    name = re.sub(r"[^a-z0-9._-]+", "-", task.name.lower()).strip("-._") or "task"
     tree = task.tests_hash() if verifier else task.environment_hash()
+    return _tag(task.name, "-verifier" if verifier else "", tree, dockerfile_text)
+
+
+def _tag(name: str, suffix: str, tree: str, dockerfile_text: str) -> str:
+    """``hermes-bench/<name, docker-safe><suffix>:<hash of tree and dockerfile_text>``."""
+    safe = re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-._") or "task"
     digest = hashlib.sha256(f"{tree}\0{dockerfile_text}".encode())
-    return f"hermes-bench/{name}{'-verifier' if verifier else ''}:{digest.hexdigest()[:16]}"
+    return f"hermes-bench/{safe}{suffix}:{digest.hexdigest()[:16]}"
 
 
 @dataclass(frozen=True)
@@ -325,14 +330,6 @@ async def prepare_task_image(
     return TaskImage(prepared.name, dict(prepared.options))
 
 
-def _service_tag(task: Task, service: ComposeService, dockerfile_text: str) -> str:
-    """``hermes-bench/<task>-<service>:<hash of the task's environment folder and the
-    service's Dockerfile used>``."""
-    name = re.sub(r"[^a-z0-9._-]+", "-", f"{task.name}-{service.name}".lower()).strip("-._")
-    digest = hashlib.sha256(f"{task.environment_hash()}\0{dockerfile_text}".encode())
-    return f"hermes-bench/{name or 'service'}:{digest.hexdigest()[:16]}"
-
-
 async def _service_image(
     task: Task, service: ComposeService, mapping: ImageMap, timeout: float, how: _Build
 ) -> str:
@@ -348,7 +345,9 @@ async def _service_image(
         source = ImageSource(image, reference=image, **common)
     else:
         rewritten = await _rewritten(task, service.context / service.dockerfile, mapping)
-        tag = _service_tag(task, service, rewritten.text)
+        # hermes-bench/<task>-<service>:<hash of the task's environment folder and the
+        # service's Dockerfile used>
+        tag = _tag(f"{task.name}-{service.name}", "", task.environment_hash(), rewritten.text)
         source = ImageSource(
             tag,
             context=service.context,

@@ -17,12 +17,13 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Final, Literal, Self
 
 from hermes_sandbox._errors import SandboxStartError
+from hermes_sandbox._teardown import finish
 from hermes_sandbox.backends.docker._daemon import DockerDaemon
 from hermes_sandbox.backends.docker._labels import LABEL, LABEL_RUN, RUN_ID
 from hermes_sandbox.backends.docker._sdk import explain, load_sdk
@@ -129,18 +130,6 @@ def service_order(services: Sequence[ServiceSpec]) -> list[ServiceSpec]:
     return ordered
 
 
-async def _unbroken(work: Coroutine[Any, Any, None]) -> None:
-    """Run ``work`` to its end even when the caller is cancelled meanwhile (then
-    re-raised after), so that what it created is known to be removed."""
-    task = asyncio.ensure_future(work)
-    try:
-        await asyncio.shield(task)
-    except asyncio.CancelledError:
-        with contextlib.suppress(BaseException):
-            await task
-        raise
-
-
 class ServiceGroup:
     """Service containers on a network of their own, for one sandbox (see the module's
     docstring). Use as ``async with ServiceGroup(...) as group`` or call :meth:`start`
@@ -204,11 +193,11 @@ class ServiceGroup:
             raise RuntimeError("this service group was started already: make a new one")
         self._started = True
         try:
-            await _unbroken(self._open())
+            await finish(self._open())
             for service in self._services:
                 for needed, condition in service.depends_on.items():
                     await self._wait(needed, condition)
-                await _unbroken(self._run(service))
+                await finish(self._run(service))
             for name, condition in self._wait_for.items():
                 await self._wait(name, condition)
         except BaseException:
@@ -344,7 +333,7 @@ class ServiceGroup:
         Raises:
             asyncio.CancelledError: the caller was cancelled while the group closed.
         """
-        await asyncio.shield(self._close())
+        await finish(self._close())
 
     async def _close(self) -> None:
         daemon, self._daemon = self._daemon, None
