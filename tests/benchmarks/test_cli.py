@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from hermes_benchmarks._config import leaderboard_problems
+from hermes_benchmarks._evaluation import trial_settings
 from hermes_benchmarks.cli import USAGE, resolve
 from hermes_benchmarks.suites import SUITES, TBLITE, TERMINALBENCH2, default_yaml
 from tests.benchmarks.docker_support import SHIPPED, docker_skip_reason, run_bench
@@ -54,6 +55,7 @@ def test_no_arguments_is_the_usage_line_on_stderr() -> None:
             "no tasks: set --env.tasks_dir",
         ),
         (["tblite", "evaluate", "--env.tasks_dir", "/nonexistent"], "does not exist"),
+        (["tblite", "evaluate", "--env.start_ahead", "-1"], "env.start_ahead"),
         (
             [
                 "tblite",
@@ -132,6 +134,9 @@ def test_settings_merge_default_then_config_then_flags(tmp_path: Path) -> None:
         ],
     )
     assert (env.n_trials, env.max_concurrent_tasks, env.resume) == (5, 7, True)
+    assert trial_settings(env).sandboxes_ahead == 1  # docker's default
+    ahead, _ = resolve(TBLITE, ["--env.start_ahead", "0", "--env.terminal_backend", "modal"])
+    assert (ahead.start_ahead, trial_settings(ahead).start_ahead) == (0, 0)
     assert env.task_filter == ["a", "b*"]
     assert env.image_map == ["x:1=y:2"]
     assert env.dataset_name == "NousResearch/openthoughts-tblite"

@@ -1,10 +1,12 @@
 """In shared mode on docker, the root command session the verifier's steps run in is
-opened while the agent works, not after it."""
+opened while the agent works, not after it; an agent that works as root has it already
+(its own session is root's), so no second one is opened."""
 
 from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 
 import pytest
 
@@ -31,19 +33,20 @@ def _execs(container: str, since: float) -> int:
 
 
 class CountsSessions:
-    """Runs one command, then watches (up to 20 s) for a second command session of its
-    container to be opened while it still works."""
+    """Runs one command, then watches (up to ``watch`` seconds) for a second command
+    session of its container to be opened while it still works."""
 
     name = "counts-sessions"
 
-    def __init__(self) -> None:
+    def __init__(self, watch: float = 20.0) -> None:
         self.seen = 0
+        self.watch = watch
 
     async def run(self, task: Task, sandbox: Sandbox, *, timeout: float) -> None:
         started = time.time() - 1
         await sandbox.exec("true")
         container = str(getattr(sandbox, "container_id", ""))
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + self.watch
         while time.monotonic() < deadline:
             self.seen = await asyncio.to_thread(_execs, container, started)
             if self.seen >= 2:
@@ -51,9 +54,18 @@ class CountsSessions:
             await asyncio.sleep(0.1)
 
 
-async def test_the_verifier_root_session_opens_while_the_agent_works() -> None:
+async def test_the_verifier_root_session_opens_while_a_non_root_agent_works() -> None:
     agent = CountsSessions()
-    task = load_task(SHIPPED / "write-greeting")
+    task = load_task(Path(__file__).parent / "tasks_harbor" / "agent-user")
+    assert task.config.agent.user == "agent"
     result = await run_trial(task, agent, TrialSettings(infra_retries=0), trial=0)
     assert result.status == "fail", result.error  # it did not solve the task
     assert agent.seen >= 2
+
+
+async def test_an_agent_working_as_root_shares_its_session_with_the_verifier() -> None:
+    agent = CountsSessions(watch=1.5)
+    task = load_task(SHIPPED / "write-greeting")
+    result = await run_trial(task, agent, TrialSettings(infra_retries=0), trial=0)
+    assert result.status == "fail", result.error  # the tests ran, in the same sandbox
+    assert agent.seen == 1

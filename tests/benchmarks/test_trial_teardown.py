@@ -9,7 +9,7 @@ import asyncio
 import pytest
 
 from hermes_benchmarks import OracleAgent, TrialSettings, load_task, run_trial
-from hermes_benchmarks._trial import Teardowns
+from hermes_benchmarks._teardowns import Teardowns
 from hermes_sandbox.backends.docker import LABEL_TASK, RUN_ID, list_containers
 from tests.benchmarks.docker_support import SHIPPED, docker_skip_reason
 

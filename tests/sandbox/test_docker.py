@@ -718,3 +718,19 @@ async def test_the_first_command_shell_opens_at_start_and_the_first_command_uses
         assert (await sb.exec("echo one")).output == "one\n"
         assert (await sb.exec("echo two")).output == "two\n"
         assert await asyncio.to_thread(execs) == 1  # both ran in the shell opened at start
+
+
+async def test_root_commands_share_the_shells_of_an_agent_that_works_as_root(
+    setup: DockerSetup,
+) -> None:
+    # The shell kept open for commands is the same process for the image's own user
+    # (root here) and for the harness's root commands; a non-root agent's is its own.
+    async with sandbox(setup) as sb:
+        agents = await sb.exec("echo $PPID")
+        roots = await sb.exec("echo $PPID", session=False, user="0")
+        assert agents.exit_code == roots.exit_code == 0
+        assert agents.output == roots.output
+    async with sandbox(setup, user="nobody") as sb:
+        agents = await sb.exec("echo $PPID")
+        roots = await sb.exec("echo $PPID", session=False, user="0")
+        assert agents.output != roots.output

@@ -23,7 +23,8 @@ import inspect
 import json
 import logging
 import os
-from collections.abc import Sequence
+import ssl
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Final, Protocol, runtime_checkable
 
 from hermes_benchmarks._errors import AgentLoadError, TrialInfraError
@@ -36,15 +37,18 @@ from hermes_loop import (
     OpenAIChatServer,
     RolloutProgress,
     ToolLike,
+    ToolSet,
     atif_trajectory,
 )
-from hermes_sandbox import Sandbox, sandbox_tools
+from hermes_sandbox import Sandbox, SandboxClosedError, sandbox_tools
+from hermes_sandbox.tools import SandboxSource
 
 __all__ = [
     "AGENT_TOOLSETS",
     "Agent",
     "HermesAgent",
     "SingleSandbox",
+    "TrialSandboxes",
     "load_agent",
     "trial_infra_error",
 ]
@@ -81,6 +85,37 @@ class SingleSandbox:
     async def get(self, task_id: str) -> Sandbox:
         """The trial's sandbox, whatever ``task_id`` asks for."""
         return self.sandbox
+
+
+class TrialSandboxes:
+    """A ``SandboxSource`` holding the sandboxes of the trials an agent is running, by
+    their task id: tools built once reach each trial's own sandbox."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[str, Sandbox] = {}
+
+    @contextlib.contextmanager
+    def holding(self, sandbox: Sandbox) -> Iterator[None]:
+        """Hold ``sandbox`` (under its task id) for the block."""
+        self._by_id[sandbox.task_id] = sandbox
+        try:
+            yield
+        finally:
+            if self._by_id.get(sandbox.task_id) is sandbox:
+                del self._by_id[sandbox.task_id]
+
+    async def get(self, task_id: str) -> Sandbox:
+        """The sandbox of the running trial ``task_id``.
+
+        Raises:
+            SandboxClosedError: no running trial has that task id (its trial ended).
+        """
+        try:
+            return self._by_id[task_id]
+        except KeyError:
+            raise SandboxClosedError(
+                f"no sandbox for {task_id}: its trial is not running"
+            ) from None
 
 
 class HermesAgent:
@@ -127,11 +162,25 @@ class HermesAgent:
         self.max_tokens = max_tokens
         self.system_prompt = system_prompt
         self.extra_body = extra_body
+        self._sandboxes = TrialSandboxes()
+        self._toolset: ToolSet | None = None
+        self._ssl: ssl.SSLContext | None = None
 
-    def tools(self, sandbox: Sandbox) -> Sequence[ToolLike]:
-        """The ``terminal`` and ``file`` tools bound to ``sandbox`` (hermes-sandbox's
-        ``SandboxTool`` objects, which the loop takes as they are)."""
-        return sandbox_tools(SingleSandbox(sandbox), toolsets=AGENT_TOOLSETS)
+    def tools(self, sandboxes: SandboxSource) -> Sequence[ToolLike]:
+        """The ``terminal`` and ``file`` tools, reaching each trial's sandbox through
+        ``sandboxes`` (hermes-sandbox's ``SandboxTool`` objects, which the loop takes as
+        they are). Called once per agent: the tools (checked once) serve every trial."""
+        return sandbox_tools(sandboxes, toolsets=AGENT_TOOLSETS)
+
+    async def _shared(self) -> tuple[ToolSet, ssl.SSLContext]:
+        """The toolset and the TLS context every trial of this agent uses, made at the
+        first (a context reads the system's certificates: about 20 ms per client
+        otherwise)."""
+        if self._toolset is None:
+            self._toolset = ToolSet(self.tools(self._sandboxes))
+        if self._ssl is None:
+            self._ssl = await asyncio.to_thread(ssl.create_default_context)
+        return self._toolset, self._ssl
 
     async def run(self, task: Task, sandbox: Sandbox, *, timeout: float) -> None:
         """Run the loop on the task's instruction until the model stops or its turns end
@@ -142,33 +191,44 @@ class HermesAgent:
                 retries, ``agent_crash`` when a tool's infrastructure failed (see
                 :func:`trial_infra_error`): not the model's 0.
         """
+        await self.run_on(self.base_url, task, sandbox, timeout=timeout)
+
+    async def run_on(self, base_url: str, task: Task, sandbox: Sandbox, *, timeout: float) -> None:
+        """As :meth:`run`, on the endpoint ``base_url`` (one agent serving trials whose
+        endpoints differ, as the oracle's scripted servers do).
+
+        Raises:
+            TrialInfraError: as :meth:`run`.
+        """
+        tools, tls = await self._shared()
         endpoint = OpenAIChatServer(
-            base_url=self.base_url,
+            base_url=base_url,
             model=self.model,
             api_key=self.api_key,
             api_key_env=self.api_key_env,
+            ssl_context=tls,
         )
-        tools = self.tools(sandbox)
         progress = RolloutProgress()
         try:
-            async with AgentLoop(
-                endpoint,
-                tools,
-                max_turns=self.max_turns,
-                temperature=self.temperature,
-                max_tokens=self.max_tokens,
-                extra_body=self.extra_body,
-                tool_timeout=timeout,
-                system_prompt=self.system_prompt,
-                infra_exceptions=SANDBOX_FAILURES,
-            ) as loop:
-                run = await run_agent(
-                    loop,
-                    [{"role": "user", "content": task.instruction}],
-                    task_id=sandbox.task_id,
-                    sandboxes=SingleSandbox(sandbox),
-                    progress=progress,
-                )
+            with self._sandboxes.holding(sandbox):
+                async with AgentLoop(
+                    endpoint,
+                    tools,
+                    max_turns=self.max_turns,
+                    temperature=self.temperature,
+                    max_tokens=self.max_tokens,
+                    extra_body=self.extra_body,
+                    tool_timeout=timeout,
+                    system_prompt=self.system_prompt,
+                    infra_exceptions=SANDBOX_FAILURES,
+                ) as loop:
+                    run = await run_agent(
+                        loop,
+                        [{"role": "user", "content": task.instruction}],
+                        task_id=sandbox.task_id,
+                        sandboxes=SingleSandbox(sandbox),
+                        progress=progress,
+                    )
         except asyncio.CancelledError:  # the trial's timeout: keep the rollout so far
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.shield(self._keep(progress.result("budget"), tools))
@@ -185,7 +245,7 @@ class HermesAgent:
         key = self.api_key or os.environ.get(self.api_key_env)
         return [key] if key else []
 
-    async def _keep(self, result: AgentResult, tools: Sequence[ToolLike]) -> None:
+    async def _keep(self, result: AgentResult, tools: Iterable[ToolLike]) -> None:
         """Write the rollout into the trial's record (when the run keeps one) as harbor's
         ATIF trajectory and as our own result; a failure to write is logged, not raised."""
         record = current_record()

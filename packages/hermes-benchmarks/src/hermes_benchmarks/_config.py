@@ -90,6 +90,11 @@ class HarnessSettings(BaseModel):
         default=1, ge=1, description="trials per task (pass@k for every k up to it)"
     )
     max_concurrent_tasks: int = Field(default=4, ge=1, description="trials running at once")
+    start_ahead: int | None = Field(
+        default=None,
+        ge=0,
+        description="sandboxes started ahead of their trial (default: 1 on docker, else 0)",
+    )
     image_map: list[str] = Field(
         default_factory=list,
         description="FROM=TO rewrites of every image a build or task names (e.g. a mirror)",

@@ -73,6 +73,7 @@ def trial_settings(config: HarnessSettings) -> TrialSettings:
         offline_builds=config.offline_builds,
         build_network=config.build_network,
         network=config.network,
+        start_ahead=config.start_ahead,
     )
 
 

@@ -10,6 +10,7 @@ oracle fails is broken, or the harness is.
 
 from __future__ import annotations
 
+import asyncio
 import shlex
 from collections.abc import Mapping
 
@@ -17,6 +18,7 @@ from hermes_benchmarks._agents import HermesAgent
 from hermes_benchmarks._errors import TrialInfraError
 from hermes_benchmarks._task import Task
 from hermes_loop.server import Call, ModelRequest, ModelServer, Policy, Turn
+from hermes_loop.templates import Tokenizer, load_tokenizer
 from hermes_sandbox import Sandbox
 
 __all__ = ["SOLUTION_DIR", "OracleAgent", "oracle_turn"]
@@ -40,10 +42,16 @@ def oracle_turn(
 class OracleAgent:
     """Runs ``solution/solve.sh`` through the hermes loop and a scripted model server.
 
-    The ``name`` is ``"oracle"``.
+    The ``name`` is ``"oracle"``. The scripted servers of its trials share one tokenizer
+    (hermes-loop's tiny one, loaded at the first trial) and the hermes agent's tools and
+    TLS context.
     """
 
     name = "oracle"
+
+    def __init__(self) -> None:
+        self._tokenizer: Tokenizer | None = None
+        self._agent: HermesAgent | None = None
 
     async def run(self, task: Task, sandbox: Sandbox, *, timeout: float) -> None:
         """Upload ``solution/`` and play it through the loop's terminal tool.
@@ -64,8 +72,11 @@ class OracleAgent:
         def answer(request: ModelRequest) -> Turn:
             return oracle_turn(request, timeout=timeout, env=env)
 
-        async with ModelServer(Policy(answer, name="oracle")) as server:
-            agent = HermesAgent(
-                server.base_url, "oracle", max_turns=4, name=self.name, record_output=True
-            )
-            await agent.run(task, sandbox, timeout=timeout)
+        if self._tokenizer is None:
+            self._tokenizer = await asyncio.to_thread(load_tokenizer)
+        async with ModelServer(Policy(answer, name="oracle"), tokenizer=self._tokenizer) as server:
+            if self._agent is None:  # one for every trial: its tools and TLS made once
+                self._agent = HermesAgent(
+                    server.base_url, "oracle", max_turns=4, name=self.name, record_output=True
+                )
+            await self._agent.run_on(server.base_url, task, sandbox, timeout=timeout)

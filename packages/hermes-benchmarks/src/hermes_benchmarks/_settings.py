@@ -31,6 +31,9 @@ class TrialSettings:
             ``host`` to reach a mirror on 127.0.0.1).
         network: the sandboxes' network: ``task`` (each task's ``allow_internet``),
             ``off``, or ``host`` (the host's network for tasks that allow the internet).
+        start_ahead: how many trials' sandboxes a run starts ahead of their trial, while
+            the trials before them run (:mod:`~hermes_benchmarks._start_ahead`); None:
+            the backend's default (:attr:`sandboxes_ahead`); 0: none.
     """
 
     backend: str = "docker"
@@ -42,9 +45,22 @@ class TrialSettings:
     offline_builds: bool = False
     build_network: Literal["default", "host"] = "default"
     network: Literal["task", "off", "host"] = "task"
+    start_ahead: int | None = None
 
     def __post_init__(self) -> None:
         if self.timeout_multiplier <= 0:
             raise ValueError(f"timeout_multiplier must be positive, got {self.timeout_multiplier}")
         if self.infra_retries < 0:
             raise ValueError(f"infra_retries must be 0 or more, got {self.infra_retries}")
+        if self.start_ahead is not None and self.start_ahead < 0:
+            raise ValueError(f"start_ahead must be 0 or more, got {self.start_ahead}")
+
+    @property
+    def sandboxes_ahead(self) -> int:
+        """How many sandboxes a run starts ahead: ``start_ahead``, else 1 on docker (a
+        container's start is most of a short trial; an idle one costs next to nothing)
+        and 0 on the other backends (a cloud sandbox waiting is paid for; a local one
+        starts in milliseconds)."""
+        if self.start_ahead is not None:
+            return self.start_ahead
+        return 1 if self.backend == "docker" else 0

@@ -52,19 +52,19 @@ failure (which would hide slow models from the score).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import shutil
 import tempfile
-import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes_benchmarks._agents import Agent
-from hermes_benchmarks._errors import ImageError, TaskError, TrialInfraError
+from hermes_benchmarks._clock import Clock
+from hermes_benchmarks._errors import TrialInfraError
+from hermes_benchmarks._opening import attempt_lifetime, attempt_task_id, open_attempt
 from hermes_benchmarks._record import TrialRecord, agent_secrets, recording
 from hermes_benchmarks._results import (
     Attempt,
@@ -74,26 +74,20 @@ from hermes_benchmarks._results import (
     infra_attempt,
 )
 from hermes_benchmarks._settings import TrialSettings
-from hermes_benchmarks._task import Task, user_option
+from hermes_benchmarks._start_ahead import StartedAhead
+from hermes_benchmarks._task import Task
+from hermes_benchmarks._teardowns import Teardowns, close_all, close_sandbox
 from hermes_benchmarks._verifier import REWARD_SETTLE, verify, verify_separately
 from hermes_benchmarks.artifacts import ArtifactManifest, collect_artifacts, promote_folder
 from hermes_benchmarks.changes import SystemChanges, system_changes
-from hermes_benchmarks.images import TaskImage, prepare_service_images, prepare_task_image
-from hermes_benchmarks.sandboxes import (
-    allows_internet,
-    close_fully,
-    sandbox_network,
-    start_sandbox,
-)
 from hermes_benchmarks.verdicts import ScoredFailure, sandbox_gone
-from hermes_sandbox import Sandbox, SandboxError, finish
+from hermes_sandbox import Sandbox, SandboxError
 
 if TYPE_CHECKING:
     from hermes_sandbox.backends.docker import ServiceGroup
 
 __all__ = [
     "ARTIFACTS_DIR",
-    "Teardowns",
     "TrialSettings",
     "reverify_trial",
     "run_attempt",
@@ -104,49 +98,6 @@ log = logging.getLogger(__name__)
 
 #: The folder of a run's ``output_dir`` holding each trial's kept artifacts.
 ARTIFACTS_DIR = "artifacts"
-#: Seconds allowed for opening the verifier's root command session during the agent.
-_OPEN_TIMEOUT = 60.0
-
-
-class _Clock:
-    """The seconds each step of an attempt took (steps met twice add up)."""
-
-    def __init__(self) -> None:
-        self.timings: dict[str, float] = {}
-        self._since = time.monotonic()
-
-    def lap(self, step: str) -> None:
-        """Count the time since the last lap as ``step``'s."""
-        now = time.monotonic()
-        self.timings[step] = round(self.timings.get(step, 0.0) + now - self._since, 4)
-        self._since = now
-
-    @contextlib.contextmanager
-    def step(self, step: str) -> Iterator[None]:
-        """Count the block's time (and any since the last lap) as ``step``'s, however the
-        block ends."""
-        try:
-            yield
-        finally:
-            self.lap(step)
-
-
-async def _image(task: Task, settings: TrialSettings) -> TaskImage:
-    try:
-        return await prepare_task_image(
-            task,
-            settings.image_map,
-            backend=settings.backend,
-            timeout_multiplier=settings.timeout_multiplier,
-            sandbox_options=settings.sandbox_options,
-            contexts_dir=settings.contexts_dir,
-            offline=settings.offline_builds,
-            build_network=settings.build_network,
-        )
-    except ImageError as error:
-        raise TrialInfraError("image_build", str(error)) from None
-    except SandboxError as error:  # the daemon is unreachable
-        raise TrialInfraError("image_build", f"{type(error).__name__}: {error}") from None
 
 
 async def _agent(agent: Agent, task: Task, sandbox: Sandbox, timeout: float) -> bool:
@@ -161,115 +112,6 @@ async def _agent(agent: Agent, task: Task, sandbox: Sandbox, timeout: float) -> 
     except Exception as error:  # the agent's own failure: anything may go wrong
         raise TrialInfraError("agent_crash", f"{type(error).__name__}: {error}") from error
     return False
-
-
-async def _services(
-    task: Task, settings: TrialSettings, network: Mapping[str, Any]
-) -> ServiceGroup:
-    """The task's compose services started and waited for (what its ``main`` service
-    depends on), on a network of their own: internal unless the task's sandbox would have
-    a network (``network``: what :func:`sandbox_network` gives it).
-
-    Raises:
-        TrialInfraError: kind ``image_build`` when a service's image cannot be had;
-            ``sandbox_start`` when the backend is not docker or a service does not start
-            or become ready.
-    """
-    from hermes_sandbox.backends.docker import ServiceGroup
-
-    compose = task.compose
-    assert compose is not None
-    if settings.backend != "docker":
-        raise TrialInfraError(
-            "sandbox_start",
-            f"task {task.name} runs services ({compose.path.name}), which only the docker "
-            f"backend starts, not {settings.backend}: run it with --env.terminal_backend docker",
-        )
-    try:
-        specs = await prepare_service_images(
-            task,
-            settings.image_map,
-            timeout_multiplier=settings.timeout_multiplier,
-            sandbox_options=settings.sandbox_options,
-            offline=settings.offline_builds,
-            build_network=settings.build_network,
-        )
-    except ImageError as error:
-        raise TrialInfraError("image_build", str(error)) from None
-    group = ServiceGroup(
-        specs,
-        wait_for=compose.main_depends_on,
-        internet=bool(network.get("network")),
-        base_url=settings.sandbox_options.get("base_url"),
-        ready_timeout=max(task.config.environment.build_timeout_sec, 60.0),
-    )
-    try:
-        await group.start()
-    except SandboxError as error:
-        raise TrialInfraError("sandbox_start", f"task {task.name}: {error}") from None
-    return group
-
-
-async def _close_all(sandbox: Sandbox | None, services: ServiceGroup | None, task_id: str) -> None:
-    """Close ``sandbox``, then remove ``services`` (the sandbox uses their network)."""
-    if sandbox is not None:
-        await _close(sandbox, task_id)
-    if services is not None:
-        try:
-            await services.close()
-        except Exception as error:  # the attempt's verdict stands; reap_run removes them
-            log.warning("could not remove the services of %s: %s", task_id, error)
-
-
-async def _close(sandbox: Sandbox, task_id: str) -> None:
-    try:
-        await close_fully(sandbox)
-    except Exception as error:  # the attempt's verdict stands; the backend reaps it
-        log.warning("could not close sandbox %s: %s", task_id, error)
-
-
-class Teardowns:
-    """The sandboxes of a run being closed in the background: :meth:`close` starts one,
-    :meth:`wait` (before the run ends, also when it is cancelled) sees every one closed."""
-
-    def __init__(self) -> None:
-        self._closing: set[asyncio.Task[None]] = set()
-
-    @property
-    def pending(self) -> int:
-        """How many sandboxes are still being closed."""
-        return len(self._closing)
-
-    def close(
-        self, sandbox: Sandbox | None, task_id: str, services: ServiceGroup | None = None
-    ) -> None:
-        """Start closing ``sandbox``, then removing ``services`` (a failure is logged, as
-        in a trial)."""
-        closing = asyncio.ensure_future(_close_all(sandbox, services, task_id))
-        self._closing.add(closing)
-        closing.add_done_callback(self._closing.discard)
-
-    async def wait(self) -> None:
-        """Return once every sandbox started closing is closed; a cancellation that
-        arrives meanwhile is re-raised after that.
-
-        Raises:
-            asyncio.CancelledError: the caller was cancelled while they closed.
-        """
-        await finish(self._all())
-
-    async def _all(self) -> None:
-        while self._closing:
-            await asyncio.wait(set(self._closing))
-
-
-async def _open_root_session(sandbox: Sandbox) -> None:
-    """Run a no-op as root outside the agent's session while the agent works, so the
-    root command session the verifier's steps use is open when they start (on docker,
-    opening one is a ``docker exec`` of tens of milliseconds). A failure is left to the
-    verifier's own steps."""
-    with contextlib.suppress(SandboxError):
-        await sandbox.exec(":", timeout=_OPEN_TIMEOUT, session=False, user="0")
 
 
 async def _keep(
@@ -288,25 +130,6 @@ async def _keep(
             ) from None
         log.warning("could not keep the artifacts of %s: %s", task.name, error)
         return None
-
-
-def _task_options(task: Task, settings: TrialSettings) -> dict[str, Any]:
-    """The sandbox options: the run's, with the task's ``[environment] env`` (over its
-    compose file's ``main`` environment) and ``workdir`` and the agent's ``user``. No
-    workdir: commands start where the image says (the backend's choice)."""
-    options = dict(settings.sandbox_options)
-    environment = task.config.environment
-    from_compose = dict(task.compose.main_environment) if task.compose else {}
-    if environment.env or from_compose:
-        options["env"] = {
-            **dict(options.get("env") or {}),
-            **from_compose,
-            **task.resolved_env("environment"),
-        }
-    if environment.workdir:
-        options["workdir"] = environment.workdir
-    options.update(user_option(task.config.agent.user, settings.backend))
-    return options
 
 
 async def _attributed(sandbox: Sandbox | None, error: Exception, kind: str) -> Attempt | None:
@@ -357,13 +180,15 @@ async def run_attempt(
     task_id: str,
     staging: Path | None = None,
     teardowns: Teardowns | None = None,
+    ahead: StartedAhead | None = None,
 ) -> tuple[Attempt, bool, ArtifactManifest | None]:
     """One attempt at a trial: its verdict, whether the agent ran out of time, and the
     manifest of the artifacts kept in ``staging`` (None when none were kept).
 
     ``staging``: the folder to keep the artifacts in; required for a separate-mode task.
     ``teardowns``: where the agent's sandbox is closed in the background at the end
-    (default: it is closed before this returns).
+    (default: it is closed before this returns). ``ahead``: the sandbox started ahead for
+    this attempt (:mod:`~hermes_benchmarks._start_ahead`), taken instead of starting one.
     Never raises for infrastructure failures (they are the attempt's ``infra_error``) or
     scored failures (status ``fail``, reward 0, an ``error_kind``); only cancellation
     propagates, after every sandbox is closed. In shared mode on docker the attempt
@@ -376,7 +201,7 @@ async def run_attempt(
     separate = config.verifier.environment_mode == "separate"
     if separate and staging is None:
         raise ValueError(f"task {task.name} verifies separately: give a staging folder")
-    clock = _Clock()
+    clock = Clock()
     agent_timeout = config.agent.timeout_sec * settings.timeout_multiplier
     verifier_timeout = config.verifier.timeout_sec * settings.timeout_multiplier
     sandbox: Sandbox | None = None
@@ -385,33 +210,23 @@ async def run_attempt(
     manifest: ArtifactManifest | None = None
     changes: SystemChanges | None = None
     diffing: asyncio.Future[SystemChanges | None] | None = None
-    opening: asyncio.Future[None] | None = None
     record = TrialRecord(staging, secrets=agent_secrets(agent)) if staging is not None else None
     try:
-        with clock.step("image"):
-            image = await _image(task, settings)
-        network = sandbox_network(allows_internet(config.environment), settings.network)
-        if task.compose is not None:
-            with clock.step("services"):
-                services = await _services(task, settings, network)
-            network = {"network": True, "network_mode": services.network}
-        with clock.step("sandbox_start"):
-            try:
-                options = _task_options(task, settings)
-                sandbox = await start_sandbox(
-                    settings.backend,
-                    options,
-                    task_id=task_id,
-                    cpus=config.environment.cpus,
-                    memory_mb=config.environment.memory_mb,
-                    image=image.options,
-                    lifetime=agent_timeout + (0.0 if separate else verifier_timeout),
-                    network=network,
-                )
-            except (SandboxError, ValueError, TaskError) as error:
-                raise TrialInfraError("sandbox_start", f"{type(error).__name__}: {error}") from None
-        if not separate and sandbox.backend == "docker" and sandbox.supports_user:
-            opening = asyncio.ensure_future(_open_root_session(sandbox))
+        opened = await ahead.take(clock, teardowns) if ahead is not None else None
+        if opened is None:
+            opened = await open_attempt(
+                task,
+                settings,
+                task_id=task_id,
+                clock=clock,
+                lifetime=attempt_lifetime(task, settings),
+            )
+        sandbox, services = opened.sandbox, opened.services
+        open_session = getattr(sandbox, "open_session", None)
+        if not separate and callable(open_session):
+            # The root shell the verifier's steps run in opens while the agent works (on
+            # docker, opening one is a ``docker exec``): none when the agent's own is root.
+            open_session("0")
         with clock.step("agent"), recording(record):
             timed_out = await _agent(agent, task, sandbox, agent_timeout)
         if not separate:
@@ -425,7 +240,7 @@ async def run_attempt(
         if separate and staging is not None and manifest is not None:
             closing, sandbox = sandbox, None
             with clock.step("teardown"):
-                await _close(closing, task_id)
+                await close_sandbox(closing, task_id)
             reward = await verify_separately(
                 task,
                 staging,
@@ -475,15 +290,12 @@ async def run_attempt(
     finally:
         if diffing is not None and not diffing.done():
             await _finish(diffing)
-        if opening is not None:
-            opening.cancel()
-            await asyncio.wait({opening})
         if sandbox is not None or services is not None:
             with clock.step("teardown"):
                 if teardowns is not None:
                     teardowns.close(sandbox, task_id, services)
                 else:
-                    await _close_all(sandbox, services, task_id)
+                    await close_all(sandbox, services, task_id)
     update: dict[str, Any] = {"timings": dict(clock.timings)}
     if changes is not None:
         update.update(
@@ -503,6 +315,7 @@ async def run_trial(
     run_id: str = "",
     output_dir: str | os.PathLike[str] | None = None,
     teardowns: Teardowns | None = None,
+    ahead: StartedAhead | None = None,
 ) -> TrialResult:
     """Run ``trial`` of ``task`` with ``agent``: up to ``1 + infra_retries`` attempts.
 
@@ -512,7 +325,9 @@ async def run_trial(
     result's ``artifacts``); a separate-mode task without ``output_dir`` keeps them in a
     temporary folder removed at the end. ``teardowns``: where the attempts' sandboxes are
     closed in the background (the caller awaits :meth:`Teardowns.wait` before its run
-    ends); by default each is closed before its attempt returns.
+    ends); by default each is closed before its attempt returns. ``ahead``: the sandbox
+    started ahead for the first attempt (a run's :class:`~hermes_benchmarks._start_ahead.
+    StartsAhead`), which it takes (a retry starts its own).
 
     Raises:
         OSError: the artifact folder could not be moved into place (disk full, say).
@@ -534,13 +349,19 @@ async def run_trial(
 
     async def attempt(number: int) -> Attempt:
         nonlocal timed_out, manifest
-        task_id = f"{run_id or 'bench'}-{task.name}-{trial}-{number}"
+        task_id = attempt_task_id(run_id, task, trial, number)
         staging = None
         if base is not None:
             staging = base / f".{trial}.partial-{uuid.uuid4().hex[:8]}"
             stagings.append(staging)
         made, timed_out, manifest = await run_attempt(
-            task, agent, settings, task_id=task_id, staging=staging, teardowns=teardowns
+            task,
+            agent,
+            settings,
+            task_id=task_id,
+            staging=staging,
+            teardowns=teardowns,
+            ahead=ahead if number == 0 else None,
         )
         return made
 
@@ -587,7 +408,7 @@ async def reverify_trial(
     manifest = await asyncio.to_thread(ArtifactManifest.load, folder)
 
     async def attempt(number: int) -> Attempt:
-        clock = _Clock()
+        clock = Clock()
         task_id = f"{run_id or 'rescore'}-{task.name}-{original.trial}-r{number}"
         try:
             reward = await verify_separately(

@@ -32,9 +32,11 @@ from pydantic import BaseModel
 from hermes_benchmarks._agents import Agent
 from hermes_benchmarks._errors import OutputFolderError, ResultsFileError
 from hermes_benchmarks._results import FolderLock, ResultsLog, ResultT, TrialResult
+from hermes_benchmarks._start_ahead import StartsAhead
 from hermes_benchmarks._summary import RunSummary, summarize
 from hermes_benchmarks._task import Task
-from hermes_benchmarks._trial import Teardowns, TrialSettings, run_trial
+from hermes_benchmarks._teardowns import Teardowns
+from hermes_benchmarks._trial import TrialSettings, run_trial
 from hermes_envs import EnvSetupError, check_writable, write_whole
 from hermes_sandbox import RUN_ID, default_backends
 
@@ -348,8 +350,10 @@ async def run_benchmark(
     every finished trial (earlier runs' included when resuming) goes to
     ``output_dir/summary.json``, also when the run is cancelled (then re-raised).
     ``on_progress`` is called with the counts once at the start and after each trial.
-    Each trial's sandbox is closed in the background while the next trials run; all of
-    them are closed before this returns (or re-raises).
+    Each trial's sandbox is closed in the background while the next trials run, and
+    the next trials' sandboxes are started while the trials before them run
+    (``settings.start_ahead``; one on docker by default): all of them are closed before
+    this returns (or re-raises).
 
     Raises:
         ValueError: ``n_trials`` or ``max_concurrent_tasks`` is below 1.
@@ -392,9 +396,18 @@ async def run_benchmark(
     if on_progress is not None:
         on_progress(progress, None)
     teardowns = Teardowns()  # sandboxes closed while the next trials start
-    jobs = [
-        partial(
-            run_trial,
+    order = [
+        (task, trial)
+        for trial in range(n_trials)
+        for task in tasks
+        if not log.is_finished(task.name, trial)
+    ]
+    # the next trials' sandboxes started while the trials before them run
+    starts = StartsAhead(settings, order, run_id=RUN_ID, teardowns=teardowns)
+
+    async def trial_job(index: int) -> TrialResult:
+        task, trial = order[index]
+        return await run_trial(
             task,
             agent,
             settings,
@@ -402,11 +415,10 @@ async def run_benchmark(
             run_id=RUN_ID,
             output_dir=folder,
             teardowns=teardowns,
+            ahead=starts.begin(index),
         )
-        for trial in range(n_trials)
-        for task in tasks
-        if not log.is_finished(task.name, trial)
-    ]
+
+    jobs = [partial(trial_job, index) for index in range(len(order))]
     difficulties = {task.name: task.difficulty for task in tasks}
     try:
         return await run_jobs(
@@ -418,4 +430,7 @@ async def run_benchmark(
             on_result=progress.reporter(on_progress),
         )
     finally:
-        await teardowns.wait()
+        try:
+            await starts.aclose()
+        finally:
+            await teardowns.wait()

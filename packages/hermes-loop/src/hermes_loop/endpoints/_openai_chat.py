@@ -24,7 +24,8 @@ class OpenAIChatServer(HTTPEndpoint):
         **options: the client's ``api_key``, ``api_key_env`` (default
             ``"OPENAI_API_KEY"``), ``timeout`` (600 s), ``max_retries`` (3; also the
             retries of complete answers of the wrong shape, see ``read_chat_answer``),
-            ``extra_body`` and ``client``, as ``HTTPEndpoint`` describes them.
+            ``extra_body``, ``client`` and ``ssl_context``, as ``HTTPEndpoint`` describes
+            them.
 
     Raises:
         ValueError: if neither ``base_url`` nor ``client`` is given.

@@ -184,6 +184,21 @@ class DockerSandbox(Sandbox):
         # takes tens of milliseconds): the first command finds it ready or under way.
         self._sessions.prime(self.user)
 
+    def open_session(self, user: str) -> None:
+        """Start opening a command shell of ``user`` in the background, unless one is
+        open or being opened (the next command of ``user`` then finds it ready: opening
+        one is a ``docker exec`` of tens of milliseconds); nothing when the sandbox is
+        not started or closed. Every name of root is one user here (``""``, ``0``,
+        ``0:0``).
+
+        Raises:
+            ValueError: ``user`` is not a user name or id (``user[:group]``).
+        """
+        if user:
+            check_user(user, "open_session(user)")
+        if self._sessions is not None:
+            self._sessions.prime(user, unless_open=True)
+
     async def _take_from_pool(self) -> bool:
         """Take a ready container from the warm pool if one fits; whether one was taken."""
         pool = self._pool
@@ -548,13 +563,16 @@ class DockerSandbox(Sandbox):
         """Unpack the small tar ``archive`` into the folder ``directory`` with the
         helper's ``tar`` in a root command session (owners and modes as the archive
         says, as the daemon's archive endpoint does, a few milliseconds where that
-        endpoint starts a process of its own): ``placed``; ``missing`` when there is no
-        such folder (nothing written); ``daemon`` when it is not a folder or the unpacking
-        failed (the caller asks the daemon, whose answer says why)."""
+        endpoint starts a process of its own): ``placed``. A missing folder is made
+        first, with its missing parents, as ``mkdir -p`` by root with umask 022 makes them
+        (what the daemon path's folder entries make, in the same command). ``missing``
+        when it cannot be made so (nothing written); ``daemon`` when it is not a folder
+        or the unpacking failed (the caller asks the daemon, whose answer says why)."""
         encoded = base64.b64encode(archive).decode()
         script = (
             f"set -o pipefail; d={shlex.quote(directory)}\n"
-            'if [ ! -d "$d" ]; then if [ -e "$d" ] || [ -L "$d" ]; then exit 3; fi; exit 4; fi\n'
+            'if [ ! -d "$d" ]; then if [ -e "$d" ] || [ -L "$d" ]; then exit 3; fi\n'
+            f'umask 022; {HELPER_BUSYBOX} mkdir -p "$d" 2>/dev/null || exit 4; fi\n'
             f"printf %s '{encoded}' | {HELPER_BUSYBOX} base64 -d | "
             f'{HELPER_BUSYBOX} tar -x -f - -C "$d" --numeric-owner 2>&1'
         )

@@ -33,7 +33,7 @@ from hermes_sandbox.backends.docker._helper import HELPER_BASH, HELPER_BUSYBOX
 from hermes_sandbox.backends.docker._scripts import harness_argv
 from hermes_sandbox.backends.docker._stream import ExecStream
 
-__all__ = ["SESSION_SERVER", "Running", "Session", "SessionPool"]
+__all__ = ["SESSION_SERVER", "Running", "Session", "SessionPool", "session_user"]
 
 log = logging.getLogger(__name__)
 
@@ -247,6 +247,19 @@ class Session:
         await self.stream.aclose()
 
 
+#: The ways of naming root that need no look-up in the container's ``/etc/passwd``: the
+#: container's default user (the keeper runs as ``0:0``), uid 0, uid and gid 0.
+_ROOT_NAMES: Final = frozenset({"", "0", "0:0"})
+
+
+def session_user(user: str) -> str:
+    """The user a session of ``user`` runs as, as sessions are shared: every name of root
+    in :data:`_ROOT_NAMES` is ``0:0`` (so the harness's root commands and an agent that
+    works as root share idle sessions rather than opening one each); any other name as
+    given (resolved by the daemon in the container when the session opens)."""
+    return "0:0" if user in _ROOT_NAMES else user
+
+
 class SessionPool:
     """A sandbox's sessions: an idle one for each command, or a new one."""
 
@@ -259,10 +272,18 @@ class SessionPool:
         #: Sessions being opened ahead of time (``prime``), not yet claimed.
         self._opening: list[tuple[str, asyncio.Future[Session]]] = []
 
-    def prime(self, user: str) -> None:
+    def prime(self, user: str, *, unless_open: bool = False) -> None:
         """Start opening a session of ``user`` in the background: the next ``take`` of
         ``user`` finding none idle waits for it instead of opening another; unclaimed,
-        it joins the idle ones. A failure is left to ``take``, which then opens one."""
+        it joins the idle ones. A failure is left to ``take``, which then opens one.
+        ``unless_open``: not when a session of ``user`` is open (idle or busy) or being
+        opened already."""
+        user = session_user(user)
+        if unless_open and (
+            any(s.user == user and not s.ended.is_set() for s in self._sessions)
+            or any(name == user for name, _ in self._opening)
+        ):
+            return
         opening = asyncio.ensure_future(
             Session.open(self._daemon, self._container, self._env, user)
         )
@@ -285,6 +306,7 @@ class SessionPool:
         Raises:
             SandboxClosedError, SandboxError, DockerUnreachableError: as ``Session.open``.
         """
+        user = session_user(user)
         loop = asyncio.get_running_loop()
         for session in list(self._sessions):
             if session.loop is not loop:
