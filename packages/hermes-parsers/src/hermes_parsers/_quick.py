@@ -82,7 +82,7 @@ def quick_call(
     ``call_{index}_{crc32:08x}`` of ``raw``'s UTF-8; ``None`` if ``raw`` holds a lone
     surrogate. A caller that has that crc32 (and so knows ``raw`` holds no lone
     surrogate) passes it as ``checksum``; ``raw`` is then not read."""
-    if checksum < 0:
+    if checksum < 0 and not (identifier and raw.isascii()):  # ASCII: no lone surrogate
         try:
             data = raw.encode()  # UTF-8: the id's checksum covers these bytes
         except UnicodeEncodeError:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from hermes_parsers._arguments import _ENCODE, encode_arguments
+from hermes_parsers._arguments import _ENCODE, _LONG_STRING, encode_arguments, encode_object
 from hermes_parsers._errors import ArgumentsError, ToolCallError
 
 __all__ = ["FunctionCall", "ToolCall"]
@@ -53,8 +53,14 @@ class FunctionCall:
         if text is None:
             value = self._value or {}
             if _ENCODE is not None and type(value) is dict:
-                try:  # encode_arguments(value), without its frame
-                    text = "".join(_ENCODE(value, 0))
+                try:  # encode_arguments(value), without its frame for a short value
+                    long = False
+                    if len(value) <= 16:  # holds_long_string(value), inlined
+                        for item in value.values():
+                            if type(item) is str and len(item) >= _LONG_STRING and item.isascii():
+                                long = True
+                                break
+                    text = encode_object(value) if long else "".join(_ENCODE(value, 0))
                 except (TypeError, ValueError, RecursionError):
                     text = encode_arguments(value)  # raises, as the encoder did
             else:
