@@ -21,6 +21,8 @@ from hermes_parsers._arguments import (
     encode_object,
     holds_long_string,
 )
+from hermes_parsers._quick import quick_call
+from hermes_parsers._tool_call import UNWRITTEN_SHORT
 
 #: Every character JSON escapes.
 _ESCAPED = [char for char, _ in _ESCAPES]
@@ -102,3 +104,21 @@ def test_a_parsed_long_argument_keeps_the_canonical_text() -> None:
         call = ToolCall("functions.write:0", FunctionCall("write", json.dumps(value)))
         parsed = parser.parse(parser.render(None, [call])).tool_calls or []
         assert [c.function.arguments for c in parsed] == [_dumps(value)]
+
+
+def test_a_call_read_from_short_text_is_written_without_looking_for_long_strings() -> None:
+    """``quick_call`` marks arguments decoded from a call's text shorter than the long-string
+    limit (no string in them can reach it); longer text leaves them to be looked through."""
+    short = {"a": "x\n" * 10}
+    long = {"a": "x\n" * _LONG}
+    for value, raw, mark in (
+        (short, json.dumps(short), UNWRITTEN_SHORT),
+        (long, json.dumps(long), None),
+        (long, "", UNWRITTEN_SHORT),  # a caller's wrong hint changes the path, not the text
+    ):
+        call = quick_call(0, "f", value, raw)
+        assert call is not None
+        assert call.function._text is mark
+        assert call.function.arguments == _dumps(value)
+        written: object = call.function._text  # kept once written
+        assert written == _dumps(value)

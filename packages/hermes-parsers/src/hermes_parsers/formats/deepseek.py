@@ -428,7 +428,7 @@ class DeepSeekV31Parser(_DeepSeekParser):
             )
         except UnicodeEncodeError:  # a lone surrogate
             return None
-        return quick_call(index, name, value, "", checksum=checksum)
+        return quick_call(index, name, value, body, checksum=checksum)
 
     def _render_calls(self, calls: list[ToolCall]) -> str:
         parts = []
