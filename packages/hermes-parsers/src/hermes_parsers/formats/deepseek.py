@@ -432,8 +432,8 @@ class DeepSeekV31Parser(_DeepSeekParser):
                 return None  # text in the section outside any call
             at = start + len(CALL_BEGIN)
             sep = text.find(SEP, at, close)
-            head = text[at:sep]
-            name = head.strip()
+            name_text = text[at:sep]
+            name = name_text.strip()
             json_at = sep + len(SEP)
             if sep < 0 or not name.isidentifier() or not text.startswith("{", json_at):
                 return super()._parse_quick(text)
@@ -452,7 +452,7 @@ class DeepSeekV31Parser(_DeepSeekParser):
             # quick_call, inlined; the id's checksum taken piece by piece (see _quick_call).
             checksum = _crc32(
                 _CALL_END_UTF8,
-                _crc32(body.encode(), _crc32(_SEP_UTF8, _crc32(head.encode(), _BEGIN_CRC))),
+                _crc32(body.encode(), _crc32(_SEP_UTF8, _crc32(name_text.encode(), _BEGIN_CRC))),
             )
             function = _new(FunctionCall)
             _SET_NAME(function, name)
