@@ -352,3 +352,43 @@ def test_one_character_at_a_time_is_linear(name: str) -> None:
         assert _plain(result.tool_calls) == [("write", {"data": "x" * count})]
 
     assert_linear(run, 300)
+
+
+_V31_QUICK_CASES = {
+    "identifier names, ASCII JSON": ("f", '{"a": 1}', "g", '{"b": "x\\ny"}'),
+    "a name that is not an identifier": ("get-weather", '{"a": 1}', "g", "{}"),
+    "non-ASCII JSON": ("f", '{"a": "é"}', "g", '{"b": 2}'),
+    "JSON holding a marker": ("f", '{"a": "\\uff5c<｜tool▁call▁end｜>"}', "g", "{}"),
+    "space before the end marker": ("f", '{"a": 1} ', "g", "{}"),
+    "no arguments": ("f", "", "g", '{"b": 2}'),
+    "an escaped surrogate pair": ("f", '{"a": "\\ud83d\\ude00"}', "g", "{}"),
+}
+
+
+@pytest.mark.parametrize("case", list(_V31_QUICK_CASES))
+def test_v31_quick_reading_gives_the_general_answer(case: str) -> None:
+    """The V3.1 quick reading (each call's end found by decoding its JSON) against the
+    general path, on calls it reads itself and on calls it leaves to the base class."""
+    first, first_args, second, second_args = _V31_QUICK_CASES[case]
+    text = (
+        f"Hi<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>{first}<｜tool▁sep｜>{first_args}"
+        f"<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>{second}<｜tool▁sep｜>{second_args}"
+        "<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
+    )
+    for strict in (False, True):
+        parser = get_parser("deepseek_v3_1", strict=strict)
+        quick = parser._parse_quick(text)
+        try:
+            general = parser._parse_markup(text)
+        except ParseError:  # strict mode, a malformed call: no quick reading
+            assert quick is None
+            continue
+        assert quick is None or quick == general
+        assert parser.parse(text) == general
+    if case == "identifier names, ASCII JSON":
+        quick = get_parser("deepseek_v3_1")._parse_quick(text)
+        assert quick is not None
+        assert [(c.function.name, json.loads(c.function.arguments)) for c in quick[1] or []] == [
+            ("f", {"a": 1}),
+            ("g", {"b": "x\ny"}),
+        ]

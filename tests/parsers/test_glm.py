@@ -390,3 +390,35 @@ def test_long_value_streams_one_character_at_a_time() -> None:
     text = f"Writing.<tool_call>f<arg_key>s</arg_key><arg_value>{body}</arg_value></tool_call>"
     check_stream(parser, list(text))
     assert _args(text, "glm47", tools=TOOLS) == {"s": body}
+
+
+@pytest.mark.parametrize(
+    ("tail", "expected"),
+    [
+        ("\n", {"a": "x", "b": 2}),
+        (" \n\t \u3000", {"a": "x", "b": 2}),
+        ("\\n\n", {"a": "x", "b": 2}),  # a literal \n is a gap too
+        ("<arg_key>c</arg_key>\n", None),  # a key without a value, then whitespace
+        ("oops \n", None),
+    ],
+)
+def test_whitespace_after_the_last_pair_ends_the_arguments(
+    tail: str, expected: dict[str, Any] | None
+) -> None:
+    text = (
+        "<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>x</arg_value>\n"
+        f"<arg_key>b</arg_key>\n<arg_value>2</arg_value>{tail}</tool_call>"
+    )
+    for name in ("glm45", "glm47"):
+        parser = get_parser(name)
+        result = parser.parse(text)
+        assert result == parser._parse_markup(text)
+        if expected is None:
+            assert result.tool_calls is None
+            with pytest.raises(ParseError):
+                get_parser(name, strict=True).parse(text)
+        else:
+            calls = result.tool_calls or []
+            assert [(c.function.name, json.loads(c.function.arguments)) for c in calls] == [
+                ("f", expected)
+            ]

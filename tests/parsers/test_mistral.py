@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import string
 from typing import Any
@@ -303,6 +304,62 @@ def test_missing_ids_are_deterministic_nine_alphanumerics() -> None:
     assert (
         mistral_call_id(0, "a", "x") == mistral_call_id(0, "a", "x") != mistral_call_id(1, "a", "x")
     )
+
+
+def _documented_id(index: int, name: Any, source: str) -> str:
+    """``mistral_call_id`` as its docstring states it: blake2b (9 bytes) of the position,
+    the name, the UTF-8 length, every ``size // 1024 + 1``-th byte, the first and the last
+    64 bytes, each byte mapped to one of the 62 alphanumerics."""
+    data = source.encode("utf-8", "surrogatepass")
+    size = len(data)
+    head = f"{index}\0{name}\0{size}\0".encode("utf-8", "surrogatepass")
+    sample = data[:: size // 1024 + 1] + data[:64] + data[-64:]
+    digest = hashlib.blake2b(head + sample, digest_size=9).digest()
+    alphabet = string.ascii_letters + string.digits
+    return "".join(alphabet[byte % 62] for byte in digest)
+
+
+@pytest.mark.parametrize("size", [0, 1, 63, 64, 65, 1023, 1024, 1025, 2048, 5000, 100_000])
+@pytest.mark.parametrize("alphabet", ["ab{", "aé", "a\U0001f600", "a\ud800"])
+def test_missing_id_hashes_the_length_ends_and_a_bounded_sample(size: int, alphabet: str) -> None:
+    """All of a call up to 1023 bytes of UTF-8; beyond, its length, its ends and about a
+    kilobyte sampled at even steps (ASCII calls are sampled before encoding: same bytes)."""
+    source = "".join(alphabet[i * 7 % len(alphabet)] for i in range(size))
+    for index, name in ((0, "f"), (3, "é"), (1, 7)):
+        assert mistral_call_id(index, name, source) == _documented_id(index, name, source)
+    if size > 2048:  # a byte between the samples does not count; one in them does
+        step = len(source.encode("utf-8", "surrogatepass")) // 1024 + 1
+        if source.isascii():
+            at = step * 100 + 1  # between two samples, away from both ends
+            unsampled = source[:at] + "Z" + source[at + 1 :]
+            assert mistral_call_id(0, "f", unsampled) == mistral_call_id(0, "f", source)
+        changed = "Z" + source[1:]
+        assert mistral_call_id(0, "f", changed) != mistral_call_id(0, "f", source)
+
+
+def test_a_marker_inside_a_json_string_is_read_quickly_as_the_general_path_reads_it() -> None:
+    """The quick reading decodes a call's JSON from where it starts: a ``[TOOL_CALLS]``
+    inside one of its strings is text, as the group reader's widened window reads it."""
+    parser = get_parser("mistral")
+    text = (
+        'Hi[TOOL_CALLS]f{"a": "x[TOOL_CALLS]y", "b": "[ARGS]"} then'
+        '[TOOL_CALLS]g[ARGS]{"c": "[TOOL_CALLS]g[ARGS]{}"}'
+    )
+    quick = parser._parse_quick(text)
+    assert quick is not None
+    assert quick == parser._parse_markup(text) == parser.parse(text)
+    assert quick.content == "Hi then"
+    assert _calls(quick) == [
+        ("f", {"a": "x[TOOL_CALLS]y", "b": "[ARGS]"}),
+        ("g", {"c": "[TOOL_CALLS]g[ARGS]{}"}),
+    ]
+
+
+def test_a_name_holding_a_bracket_is_left_to_the_general_path() -> None:
+    parser = get_parser("mistral")
+    text = '[TOOL_CALLS]a[b{"x": 1}[TOOL_CALLS]f[CALL_ID]abc123XYZ[ARGS]{}'
+    assert parser._parse_quick(text) is None
+    assert _calls(parser.parse(text)) == [("a[b", {"x": 1}), ("f", {})]
 
 
 def test_non_string_id_in_array_is_replaced() -> None:

@@ -485,3 +485,30 @@ def test_markup_soup_never_raises_and_streams_like_parse(pieces: list[str], data
         cuts = sorted(set(data.draw(st.lists(st.integers(0, len(text)), max_size=6))))
         bounds = [0, *cuts, len(text)]
         check_stream(parser, [text[a:b] for a, b in itertools.pairwise(bounds)])
+
+
+_QUICK_TEXTS = [
+    "Hi " + _param("port", "8080") + " then " + _param("hosts", '["a", "b"]'),
+    _param("labels", "{'k': True}") + _param("note", "None"),
+    _param("name", "multi\nline <b> prose\n"),
+    _param("name", "lone \ud800 surrogate"),
+    _param("name", "x") + "<think>",
+    "<function=f>" + _param("name", "x"),
+]
+
+
+@pytest.mark.parametrize("text", _QUICK_TEXTS)
+@pytest.mark.parametrize("tools", [None, TOOLS])
+def test_quick_reading_untyped_and_typed_gives_the_general_answer(
+    text: str, tools: list[dict[str, Any]] | None
+) -> None:
+    """The quick reading (inlined for untyped values, ``quick_blocks`` for typed ones)
+    against the general path, on texts it reads and texts it leaves."""
+    parser = get_parser("qwen3_coder", tools=tools)
+    quick = parser._parse_quick(text)
+    general = parser._parse_markup(text)
+    assert quick is None or quick == general
+    assert parser.parse(text) == general
+    if text is _QUICK_TEXTS[0]:
+        assert quick is not None
+        assert [c.id for c in quick.tool_calls or []] == [c.id for c in general.tool_calls or []]

@@ -18,7 +18,9 @@ __all__ = [
     "decode_json_prefix",
     "dump_arguments",
     "encode_arguments",
+    "encode_object",
     "find_lone_surrogate",
+    "holds_long_string",
     "json_end",
     "load_json",
     "object_at",
@@ -57,6 +59,21 @@ _ENCODE: Callable[[Any, int], Any] | None = (
         None, _ENCODER.default, _encode_basestring, None, ": ", ", ", False, False, False
     )
 )
+#: A top-level string value at least this long, all ASCII, is written by
+#: ``_long_ascii_string`` (below it the C encoder costs less than that function's fixed
+#: cost, about a microsecond).
+_LONG_STRING = 4096
+#: Every character ``encode_basestring`` escapes, with its escape; the backslash first,
+#: so that the escapes written for the others are not escaped again.
+_ESCAPES: tuple[tuple[str, str], ...] = (
+    ("\\", "\\\\"),
+    ('"', '\\"'),
+    *((char, "\\" + letter) for char, letter in zip("\n\r\t\b\f", "nrtbf", strict=True)),
+    *((chr(code), f"\\u{code:04x}") for code in range(32) if chr(code) not in "\n\r\t\b\f"),
+)
+#: With more kinds of escaped characters than this in a long string, the C encoder's one
+#: pass costs less than one ``str.replace`` pass per kind.
+_MOST_REPLACED = 3
 _SPACE = re.compile(r"[ \t\n\r]*")  # JSON's own whitespace
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # \uD800..\uDFFF in JSON text
@@ -205,6 +222,9 @@ def object_prefix(text: str, start: int, stop: int) -> tuple[dict[str, Any], int
 #: How many decoded strings and containers ``_may_hold_lone_surrogate`` looks at before it
 #: falls back to searching the text for escapes of surrogates.
 _WALK_BUDGET = 32
+#: An ASCII span up to this long is searched for escapes of surrogates (a C search of
+#: about 0.3 us at this length) rather than walked (about 0.08 us a part).
+_SEARCHED_SPAN = 1024
 
 
 def _may_hold_lone_surrogate(value: dict[str, Any], text: str, start: int, end: int) -> bool:
@@ -213,7 +233,16 @@ def _may_hold_lone_surrogate(value: dict[str, Any], text: str, start: int, end: 
     surrogates. A value with more than ``_WALK_BUDGET`` parts is answered instead by
     searching the text for a ``\\u`` escape of a surrogate (``True`` if there is one,
     which the caller's general path then judges), so a small value costs a few steps and
-    a large one a single C search, never both."""
+    a large one a single C search, never both. A value decoded from a span of ASCII text
+    at most ``_SEARCHED_SPAN`` long (whose strings can get a surrogate only from an
+    escape) is first searched that way: ``False`` at once when the span holds no such
+    escape, the walk otherwise."""
+    if (
+        end - start <= _SEARCHED_SPAN
+        and text.isascii()
+        and _SURROGATE_ESCAPE.search(text, start, end) is None
+    ):
+        return False
     stack: list[Any] = [value]
     budget = _WALK_BUDGET
     while stack:
@@ -267,6 +296,55 @@ def decode_arguments(arguments: Any) -> dict[str, Any]:
     return value
 
 
+def _long_ascii_string(text: str) -> str:
+    """``encode_basestring(text)`` for a long ASCII string, written with one ``in`` test
+    per character JSON escapes (a ``memchr`` over the text each) and one ``str.replace``
+    per such character the text holds: about half the C encoder's time, whose loop reads
+    every character twice. With more than ``_MOST_REPLACED`` kinds of such characters, the
+    C encoder."""
+    present = [pair for pair in _ESCAPES if pair[0] in text]
+    if len(present) > _MOST_REPLACED:
+        return _encode_basestring(text)
+    for char, escape in present:
+        text = text.replace(char, escape)
+    return "".join(('"', text, '"'))
+
+
+def holds_long_string(value: dict[str, Any]) -> bool:
+    """Whether ``value`` (a dict of at most 16 keys) has a top-level string value that
+    ``encode_object`` writes with ``_long_ascii_string``: a cheap test (a few steps for
+    a few keys) that callers make before choosing ``encode_object`` over the C encoder."""
+    if len(value) <= 16:
+        for item in value.values():
+            if type(item) is str and len(item) >= _LONG_STRING and item.isascii():
+                return True
+    return False
+
+
+def encode_object(value: dict[str, Any]) -> str:
+    """The C encoder's text for a dict holding long ASCII strings at its top level (see
+    ``holds_long_string``), with those strings written by ``_long_ascii_string`` and
+    everything else by the C encoder: the same text, in about half the time for a long
+    file body.
+
+    Raises:
+        TypeError: if a key is not a string, or a value is not JSON-serializable.
+        ValueError: if a float is NaN or infinite.
+        RecursionError: if the value contains itself or is nested too deeply.
+    """
+    assert _ENCODE is not None  # callers check
+    parts = []
+    for key, item in value.items():
+        if type(key) is not str:
+            return "".join(_ENCODE(value, 0))  # the C encoder's own rules for other keys
+        if type(item) is str and len(item) >= _LONG_STRING and item.isascii():
+            written = _long_ascii_string(item)
+        else:
+            written = "".join(_ENCODE(item, 0))
+        parts.append(_encode_basestring(key) + ": " + written)
+    return "{" + ", ".join(parts) + "}"
+
+
 def encode_arguments(value: dict[str, Any]) -> str:
     """The canonical JSON text of an arguments object (``json.dumps``, non-ASCII kept).
 
@@ -275,6 +353,8 @@ def encode_arguments(value: dict[str, Any]) -> str:
     """
     try:
         if _ENCODE is not None and type(value) is dict:
+            if holds_long_string(value):
+                return encode_object(value)
             return "".join(_ENCODE(value, 0))
         return _ENCODER.encode(value)
     except (TypeError, ValueError, RecursionError) as exc:

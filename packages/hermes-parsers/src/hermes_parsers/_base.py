@@ -33,53 +33,45 @@ def markup_check(openers: Sequence[str], *, always: bool = False) -> Callable[[s
     groups: dict[str, list[str]] = {}
     for opener in dict.fromkeys(openers):
         groups.setdefault(opener[0], []).append(opener)
-    tests: list[tuple[str, Callable[[str], bool]]] = []
+    # Per group: its first character, the openers tested with ``in``, and the search of
+    # the alternation of the others (or None). One function runs the whole plan: a call
+    # per test would cost more than the tests themselves on short text.
+    plan: list[tuple[str, tuple[str, ...], Callable[[str], object] | None]] = []
     for first, group in groups.items():
         # ``in`` answers at once when the opener holds a character wider than any in the
         # text (DeepSeek's fullwidth bars in ASCII text); the expression engine does not.
-        wide = [opener for opener in group if max(opener) > "\xff"]
+        needles = [opener for opener in group if max(opener) > "\xff"]
         narrow = [opener for opener in group if max(opener) <= "\xff"]
-        searches = [_contains(opener) for opener in wide]
+        search = None
         if len(narrow) > 1:
             longest_first = sorted(narrow, key=len, reverse=True)
-            searches.append(_matches(re.compile("|".join(map(re.escape, longest_first)))))
+            search = re.compile("|".join(map(re.escape, longest_first))).search
         elif narrow:
-            searches.append(_contains(narrow[0]))
-        tests.append((first, searches[0] if len(searches) == 1 else _any_of(tuple(searches))))
-    if len(tests) == 1:
-        ((only, search),) = tests
-        return lambda text: only in text and search(text)
+            needles.append(narrow[0])
+        plan.append((first, tuple(needles), search))
+    if len(plan) == 1 and plan[0][2] is None:
+        only, needles_only, _ = plan[0]
+
+        def holds_group(text: str) -> bool:
+            if only in text:
+                for needle in needles_only:
+                    if needle in text:
+                        return True
+            return False
+
+        return holds_group
 
     def holds_markup(text: str) -> bool:
-        for first, search in tests:  # noqa: SIM110 - a loop costs less than any() here
-            if first in text and search(text):
-                return True
+        for first, needles, search in plan:
+            if first in text:
+                for needle in needles:
+                    if needle in text:
+                        return True
+                if search is not None and search(text) is not None:
+                    return True
         return False
 
     return holds_markup
-
-
-def _matches(pattern: re.Pattern[str]) -> Callable[[str], bool]:
-    """A test for whether ``pattern`` occurs in a text."""
-    search = pattern.search
-    return lambda text: search(text) is not None
-
-
-def _contains(needle: str) -> Callable[[str], bool]:
-    """A test for whether ``needle`` is in a text."""
-    return lambda text: needle in text
-
-
-def _any_of(searches: tuple[Callable[[str], bool], ...]) -> Callable[[str], bool]:
-    """A test passed when one of ``searches`` passes."""
-
-    def any_of(text: str) -> bool:
-        for search in searches:  # noqa: SIM110 - a loop costs less than any() here
-            if search(text):
-                return True
-        return False
-
-    return any_of
 
 
 class ToolCallParser(ABC):

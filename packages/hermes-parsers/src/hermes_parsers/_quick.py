@@ -15,6 +15,7 @@ import zlib
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from hermes_parsers._arguments import _LONG_STRING
 from hermes_parsers._result import ParseResult
 from hermes_parsers._tool_call import (
     _SET_FUNCTION,
@@ -23,6 +24,7 @@ from hermes_parsers._tool_call import (
     _SET_TEXT,
     _SET_TYPE,
     _SET_VALUE,
+    UNWRITTEN_SHORT,
     FunctionCall,
     ToolCall,
 )
@@ -81,8 +83,10 @@ def quick_call(
     arguments))`` inlined, its id ``identifier`` or the assembler's
     ``call_{index}_{crc32:08x}`` of ``raw``'s UTF-8; ``None`` if ``raw`` holds a lone
     surrogate. A caller that has that crc32 (and so knows ``raw`` holds no lone
-    surrogate) passes it as ``checksum``; ``raw`` is then not read."""
-    if checksum < 0:
+    surrogate) passes it as ``checksum``; ``raw`` is then only measured (it may then be
+    just the arguments' JSON text: its length tells whether any string in them can be
+    long, see ``UNWRITTEN_SHORT``)."""
+    if checksum < 0 and not (identifier and raw.isascii()):  # ASCII: no lone surrogate
         try:
             data = raw.encode()  # UTF-8: the id's checksum covers these bytes
         except UnicodeEncodeError:
@@ -90,7 +94,8 @@ def quick_call(
         checksum = 0 if identifier else _crc32(data)
     function = _new(FunctionCall)
     _SET_NAME(function, name)
-    _SET_TEXT(function, None)
+    # A decoded string is never longer than its JSON text: a short call holds no long one.
+    _SET_TEXT(function, UNWRITTEN_SHORT if len(raw) < _LONG_STRING else None)
     _SET_VALUE(function, arguments)
     call = _new(ToolCall)
     # printf-style costs less here than an f-string.

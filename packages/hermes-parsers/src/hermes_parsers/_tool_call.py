@@ -8,10 +8,26 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from hermes_parsers._arguments import _ENCODE, encode_arguments
+from hermes_parsers._arguments import _ENCODE, encode_arguments, encode_object, holds_long_string
 from hermes_parsers._errors import ArgumentsError, ToolCallError
 
-__all__ = ["FunctionCall", "ToolCall"]
+__all__ = ["UNWRITTEN_SHORT", "FunctionCall", "ToolCall"]
+
+
+class _Unwritten:
+    """The type of ``UNWRITTEN_SHORT``."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNWRITTEN_SHORT"
+
+
+#: What a parser that builds a ``FunctionCall`` from a decoded value stores as its text
+#: when the value came from JSON text shorter than ``_LONG_STRING`` characters, so that
+#: no string in it is long enough for ``encode_object``: ``arguments`` then goes straight
+#: to the C encoder, without looking through the value (``None``: it looks).
+UNWRITTEN_SHORT = _Unwritten()
 
 
 class FunctionCall:
@@ -25,7 +41,8 @@ class FunctionCall:
     __slots__ = ("_text", "_value", "name")
 
     name: str
-    _text: str | None
+    #: The arguments' text; until it is written, ``None`` or ``UNWRITTEN_SHORT``.
+    _text: str | _Unwritten | None
     _value: dict[str, Any] | None
 
     def __init__(self, name: str, arguments: str) -> None:
@@ -50,17 +67,21 @@ class FunctionCall:
     def arguments(self) -> str:
         """The arguments as a JSON object string."""
         text = self._text
-        if text is None:
-            value = self._value or {}
-            if _ENCODE is not None and type(value) is dict:
-                try:  # encode_arguments(value), without its frame
-                    text = "".join(_ENCODE(value, 0))
-                except (TypeError, ValueError, RecursionError):
-                    text = encode_arguments(value)  # raises, as the encoder did
-            else:
-                text = encode_arguments(value)
-            _SET_TEXT(self, text)
-        return text
+        if type(text) is str:
+            return text
+        value = self._value or {}
+        if _ENCODE is not None and type(value) is dict:
+            try:  # encode_arguments(value), without its frame
+                if text is None and holds_long_string(value):
+                    written = encode_object(value)
+                else:  # UNWRITTEN_SHORT: no string in it is long enough to matter
+                    written = "".join(_ENCODE(value, 0))
+            except (TypeError, ValueError, RecursionError):
+                written = encode_arguments(value)  # raises, as the encoder did
+        else:
+            written = encode_arguments(value)
+        _SET_TEXT(self, written)
+        return written
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"FunctionCall is immutable (cannot set {name!r})")

@@ -51,14 +51,24 @@ from collections.abc import Callable
 from typing import Any
 
 from hermes_parsers._api import register_parser
-from hermes_parsers._arguments import _SCAN, _SURROGATE_ESCAPE, load_json
+from hermes_parsers._arguments import _LONG_STRING, _SCAN, _SURROGATE_ESCAPE, load_json
 from hermes_parsers._base import ToolCallParser
 from hermes_parsers._errors import RenderError
 from hermes_parsers._quick import quick_call, quick_calls_result, quick_named_call, quick_section
 from hermes_parsers._result import ParseResult
 from hermes_parsers._scanner import MarkerScanner, Region, RegionSet, Scanner
 from hermes_parsers._segments import Malformed, RawCall, Reasoning, Segment
-from hermes_parsers._tool_call import ToolCall
+from hermes_parsers._tool_call import (
+    _SET_FUNCTION,
+    _SET_ID,
+    _SET_NAME,
+    _SET_TEXT,
+    _SET_TYPE,
+    _SET_VALUE,
+    UNWRITTEN_SHORT,
+    FunctionCall,
+    ToolCall,
+)
 from hermes_parsers.formats._json_calls import escape_markers
 
 __all__ = ["DeepSeekV3Parser", "DeepSeekV31Parser"]
@@ -82,6 +92,8 @@ _BEGIN_CRC = zlib.crc32(CALL_BEGIN.encode())
 _SEP_UTF8 = SEP.encode()
 _CALL_END_UTF8 = CALL_END.encode()
 _crc32 = zlib.crc32
+_new = object.__new__
+_quick_result = ParseResult._quick
 
 #: Reads the text between ``<｜tool▁call▁begin｜>`` and ``<｜tool▁call▁end｜>``:
 #: ``(name, arguments)`` or the reason it is malformed.
@@ -399,6 +411,70 @@ class DeepSeekV31Parser(_DeepSeekParser):
     def _read_call(self, body: str) -> tuple[str, dict[str, Any]] | str:
         return read_v31_call(body)
 
+    def _parse_quick(self, text: str) -> ParseResult | None:
+        """The base class's quick reading with its steps inlined for the common case:
+        calls ``NAME<｜tool▁sep｜>{...}`` (a name that is an identifier) whose JSON is
+        ASCII, so that it holds no marker, and ends just before ``<｜tool▁call▁end｜>``:
+        that end is the first end marker after the call's start, where the base class's
+        search would find it. Anything else is left to the base class's reading."""
+        begin = text.find(CALLS_BEGIN)
+        if begin < 0 or self.think_prefilled:
+            return None
+        inner = begin + len(CALLS_BEGIN)
+        close = text.find(CALLS_END, inner)
+        if close < 0:
+            return None
+        position = inner
+        start = text.find(CALL_BEGIN, inner, close)
+        calls: list[ToolCall] = []
+        while start >= 0:
+            if start != position and not text[position:start].isspace():
+                return None  # text in the section outside any call
+            at = start + len(CALL_BEGIN)
+            sep = text.find(SEP, at, close)
+            name_text = text[at:sep]
+            name = name_text.strip()
+            json_at = sep + len(SEP)
+            if sep < 0 or not name.isidentifier() or not text.startswith("{", json_at):
+                return super()._parse_quick(text)
+            try:
+                value, stop = _SCAN(text, json_at)
+            except (StopIteration, ValueError, RecursionError):
+                return None
+            body = text[json_at:stop]
+            if (
+                type(value) is not dict
+                or not body.isascii()
+                or not text.startswith(CALL_END, stop)
+                or _SURROGATE_ESCAPE.search(body)
+            ):
+                return super()._parse_quick(text)
+            # quick_call, inlined; the id's checksum taken piece by piece (see _quick_call).
+            checksum = _crc32(
+                _CALL_END_UTF8,
+                _crc32(body.encode(), _crc32(_SEP_UTF8, _crc32(name_text.encode(), _BEGIN_CRC))),
+            )
+            function = _new(FunctionCall)
+            _SET_NAME(function, name)
+            _SET_TEXT(function, UNWRITTEN_SHORT if len(body) < _LONG_STRING else None)
+            _SET_VALUE(function, value)
+            call = _new(ToolCall)
+            _SET_ID(call, "call_%d_%08x" % (len(calls), checksum))  # noqa: UP031
+            _SET_FUNCTION(call, function)
+            _SET_TYPE(call, "function")
+            calls.append(call)
+            position = stop + len(CALL_END)
+            start = text.find(CALL_BEGIN, position, close)
+        if not calls or (position != close and not text[position:close].isspace()):
+            return None  # no call, or text after the last one
+        head = text[:begin]
+        tail = text[close + len(CALLS_END) :]
+        if (head and (EOS in head or _THINK_START in head)) or (
+            tail and (CALLS_BEGIN in tail or EOS in tail or _THINK_START in tail)
+        ):
+            return None
+        return _quick_result((head + tail).strip() or None, calls)
+
     def _quick_call(self, text: str, index: int, start: int, at: int, end: int) -> ToolCall | None:
         # ``read_v31_call`` in place: NAME, the separator, a JSON object; the base class's
         # reading for anything else. The id's checksum is taken piece by piece, so the
@@ -428,7 +504,7 @@ class DeepSeekV31Parser(_DeepSeekParser):
             )
         except UnicodeEncodeError:  # a lone surrogate
             return None
-        return quick_call(index, name, value, "", checksum=checksum)
+        return quick_call(index, name, value, body, checksum=checksum)
 
     def _render_calls(self, calls: list[ToolCall]) -> str:
         parts = []

@@ -220,7 +220,9 @@ class _GlmParser(ToolCallParser):
         if problem is not None:
             return problem
         arguments: dict[str, Any] = {}
-        size = len(body)
+        # Whitespace after the last pair (GLM-4.5 writes a newline there) is a gap the
+        # loop would only find after a failed match and a search: stop before it.
+        size = len(body.rstrip()) if body[-1:].isspace() else len(body)
         untyped = not self.schemas  # then _convert is read_untyped
         while pos < size:
             # The common, well-formed pair in one match: gap, key, gap, <arg_value>.

@@ -94,6 +94,7 @@ _JSON_STRING = re.compile(r'"(?:[^"\\]++|\\[\s\S])*+"')  # a whole string litera
 _STYLES: tuple[str, ...] = get_args(MistralStyle)
 # Maps each byte of a digest to one of the 62 alphanumerics (the slight bias is harmless).
 _ID_TABLE = bytes((string.ascii_letters + string.digits).encode()[i % 62] for i in range(256))
+_blake2b = hashlib.blake2b
 
 
 def mistral_call_id(index: int, name: Any, source: str) -> str:
@@ -105,11 +106,18 @@ def mistral_call_id(index: int, name: Any, source: str) -> str:
     bytes of UTF-8; beyond that its length, its first and last 64 bytes and about a
     thousand bytes taken at even steps through the whole, so a long argument costs a
     bounded hash rather than one over every byte."""
-    data = source.encode("utf-8", "surrogatepass")
-    size = len(data)
+    if source.isascii():  # a character a byte: sample the text, encode only the sample
+        size = len(source)
+        step = size // 1024 + 1
+        data = (source if step == 1 else source[::step]).encode()
+        ends = source[:64].encode() + source[-64:].encode()
+    else:
+        whole = source.encode("utf-8", "surrogatepass")
+        size = len(whole)
+        data = whole[:: size // 1024 + 1]
+        ends = whole[:64] + whole[-64:]
     head = f"{index}\0{name}\0{size}\0".encode("utf-8", "surrogatepass")
-    sample = data[:: size // 1024 + 1] + data[:64] + data[-64:]
-    digest = hashlib.blake2b(head + sample, digest_size=9).digest()
+    digest = _blake2b(b"".join((head, data, ends)), digest_size=9).digest()
     return digest.translate(_ID_TABLE).decode("ascii")
 
 
@@ -509,9 +517,14 @@ class MistralParser(ToolCallParser):
 
     def _parse_quick(self, text: str) -> ParseResult | None:
         """Per-call groups ``name{...}`` or ``name[ARGS]{...}`` (no ``[CALL_ID]``, no
-        JSON-array form), each JSON object ending before the next ``[TOOL_CALLS]``, and
-        no reasoning markup anywhere outside the JSON: what ``_GroupReader`` reads
-        without a ``Malformed``, with the same ids."""
+        JSON-array form) and no reasoning markup anywhere outside the JSON: what
+        ``_GroupReader`` reads without a ``Malformed``, with the same ids.
+
+        Each group's JSON is decoded from where it starts, not up to the next
+        ``[TOOL_CALLS]`` first: a marker can only sit inside a JSON string of a value
+        that decodes, and ``_GroupReader._decode`` widens its window over such markers
+        to the same value. So the next marker is searched for only after the JSON, and
+        a long argument is read once (by the decoder) rather than twice."""
         start = text.find(_CALLS)
         if start < 0 or self.think_prefilled:
             return None
@@ -523,23 +536,31 @@ class MistralParser(ToolCallParser):
         size = len(text)
         while start < size:
             body = start + len(_CALLS)
-            stop = text.find(_CALLS, body)
-            if stop < 0:
-                stop = size
-            end, marker = _first_of(text, body, stop, ("{", _ARGS, _CALL_ID))
-            if marker is None or marker == _CALL_ID:
+            # The name runs to the first '{' or '['; a '[' must open [ARGS] (any other:
+            # [CALL_ID], [TOOL_CALLS], a '[' in the name, is left to the general path).
+            at = text.find("{", body)
+            if at < 0:
+                at = size
+            end = text.find("[", body, at)
+            if end < 0:
+                end = at
+            elif text.startswith(_ARGS, end):
+                at = end + len(_ARGS)
+            else:
                 return None
             name = text[body:end].strip()
-            # A group starting with '[' or '{' is the JSON form (or a nameless call).
-            if not name or name[0] in "[{" or len(name.split()) != 1:
+            # No name: the JSON form (or a nameless call).
+            if not name or len(name.split()) != 1:
                 return None
-            at = end if marker == "{" else end + len(_ARGS)
-            found = object_prefix(text, at, stop)
+            found = object_prefix(text, at, size)
             if found is None:
                 return None
             arguments, end = found
             raw = text[start:end]
             calls.append((name, arguments, raw, mistral_call_id(len(calls), name, raw)))
+            stop = text.find(_CALLS, end)
+            if stop < 0:
+                stop = size
             after = text[end:stop]
             if after:
                 if _THINK_OPEN in after or "<think>" in after:
