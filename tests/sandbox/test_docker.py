@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from hermes_sandbox import SandboxClosedError, SandboxStartError, create_sandbox
+from hermes_sandbox.backends.docker import DockerSandbox
 from tests.sandbox.providers.docker import DockerSetup
 
 #: Every test here must leave no container of this process behind (``setup``, ``api``
@@ -734,3 +735,22 @@ async def test_root_commands_share_the_shells_of_an_agent_that_works_as_root(
         agents = await sb.exec("echo $PPID")
         roots = await sb.exec("echo $PPID", session=False, user="0")
         assert agents.output != roots.output
+
+
+async def test_open_daemon_speaks_the_sandboxs_api_version_and_needs_it_started(
+    setup: DockerSetup,
+) -> None:
+    made = create_sandbox("docker", image=setup.image)
+    assert isinstance(made, DockerSandbox)
+    with pytest.raises(SandboxClosedError):
+        made.open_daemon()
+    async with made as sb:
+        daemon = sb.open_daemon()
+        try:
+            assert re.fullmatch(r"\d+\.\d+", daemon.version), daemon.version
+            info = await daemon.call(daemon.api.inspect_container, sb.container_id)
+            assert info["State"]["Running"] is True
+        finally:
+            daemon.close()
+    with pytest.raises(SandboxClosedError):
+        made.open_daemon()

@@ -35,10 +35,9 @@ from hermes_benchmarks._settings import TrialSettings
 from hermes_benchmarks._task import Task
 from hermes_benchmarks.artifacts import ArtifactManifest, restore_artifacts
 from hermes_benchmarks.images import build_verifier_image
-from hermes_benchmarks.sandboxes import close_fully, start_sandbox
+from hermes_benchmarks.sandboxes import close_fully, sandbox_daemon, start_sandbox
 from hermes_benchmarks.verdicts import ScoredFailure, backend_answers, sandbox_gone
 from hermes_sandbox import ExecResult, FileChangedError, Sandbox, SandboxError
-from hermes_sandbox.backends.docker import DockerDaemon
 
 __all__ = ["REWARD_SETTLE", "TESTS_DIR", "VERIFIER_DIR", "verify", "verify_separately"]
 
@@ -150,8 +149,7 @@ async def _reward_times(sandbox: Sandbox) -> dict[str, str | None]:
     container = getattr(sandbox, "container_id", None)
     if sandbox.backend != "docker" or not isinstance(container, str):
         return {}
-    base_url = sandbox.options.extra.get("base_url")
-    daemon = await DockerDaemon.connect(base_url if isinstance(base_url, str) else None)
+    daemon = await sandbox_daemon(sandbox)
     try:
         stats = await asyncio.gather(
             *(daemon.stat(container, f"{VERIFIER_DIR}/{name}") for name in REWARD_FILES)

@@ -44,6 +44,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from hermes_benchmarks.sandboxes import sandbox_daemon
 from hermes_sandbox import Sandbox, SandboxError
 from hermes_sandbox.backends.docker import DockerDaemon
 
@@ -99,8 +100,7 @@ async def system_changes(sandbox: Sandbox) -> SystemChanges | None:
     container = getattr(sandbox, "container_id", None)
     if sandbox.backend != "docker" or not isinstance(container, str):
         return None
-    base_url = sandbox.options.extra.get("base_url")
-    daemon = await DockerDaemon.connect(base_url if isinstance(base_url, str) else None)
+    daemon = await sandbox_daemon(sandbox)
     try:
         info = await daemon.call(daemon.api.inspect_container, container)
         local = await asyncio.to_thread(overlay_changes, info.get("GraphDriver") or {})

@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from hermes_benchmarks._task import EnvironmentSection
 from hermes_sandbox import Sandbox, create_sandbox, finish
+
+if TYPE_CHECKING:
+    from hermes_sandbox.backends.docker import DockerDaemon
 
 __all__ = [
     "LIFETIME_MARGIN",
     "NetworkChoice",
     "allows_internet",
     "close_fully",
+    "sandbox_daemon",
     "sandbox_network",
     "start_sandbox",
 ]
@@ -110,3 +114,19 @@ async def close_fully(sandbox: Sandbox) -> None:
         SandboxError: the backend failed to close it.
     """
     await finish(sandbox.close())
+
+
+async def sandbox_daemon(sandbox: Sandbox) -> DockerDaemon:
+    """A client of a docker sandbox's daemon (the caller closes it): made without a
+    request when the sandbox knows the daemon's API version, else connected afresh (to
+    the sandbox's ``base_url``).
+
+    Raises:
+        SandboxError: the daemon cannot be reached, or the sandbox is closed.
+    """
+    from hermes_sandbox.backends.docker import DockerDaemon, DockerSandbox
+
+    if isinstance(sandbox, DockerSandbox):
+        return sandbox.open_daemon()
+    base_url = sandbox.options.extra.get("base_url")
+    return await DockerDaemon.connect(base_url if isinstance(base_url, str) else None)

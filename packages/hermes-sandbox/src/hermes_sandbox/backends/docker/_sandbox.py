@@ -184,6 +184,16 @@ class DockerSandbox(Sandbox):
         # takes tens of milliseconds): the first command finds it ready or under way.
         self._sessions.prime(self.user)
 
+    def open_daemon(self) -> DockerDaemon:
+        """A new client of this sandbox's daemon, speaking the API version the sandbox
+        settled on (no request made); the caller closes it.
+
+        Raises:
+            SandboxClosedError: the sandbox is not started or is closed.
+        """
+        daemon, _ = self._require()
+        return DockerDaemon.open(daemon.base_url, version=daemon.version)
+
     def open_session(self, user: str) -> None:
         """Start opening a command shell of ``user`` in the background, unless one is
         open or being opened (the next command of ``user`` then finds it ready: opening
