@@ -15,7 +15,7 @@ from hermes_parsers import (
     ToolCallEvent,
     get_parser,
 )
-from hermes_parsers.formats.deepseek import DeepSeekV3Parser, DeepSeekV31Parser
+from hermes_parsers.formats.deepseek import DeepSeekV3Parser, DeepSeekV31Parser, _DeepSeekParser
 from tests.parsers.steps import assert_linear
 from tests.parsers.streams import check_stream
 
@@ -363,6 +363,62 @@ _V31_QUICK_CASES = {
     "no arguments": ("f", "", "g", '{"b": 2}'),
     "an escaped surrogate pair": ("f", '{"a": "\\ud83d\\ude00"}', "g", "{}"),
 }
+
+
+_B, _E = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
+_CB, _CE, _SEP = "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"
+_F = f'{_CB}f{_SEP}{{"a": "x\\ny", "b": [1, 2]}}{_CE}'
+_G = f'{_CB}g{_SEP}{{"c": {{"d": null}}}}{_CE}'
+
+#: Whole V3.1 turns for the section-level steps of the quick reading: True when the
+#: inlined reading reads it (calls chained as the template writes them).
+_V31_SECTIONS = {
+    "one call": (f"Hi{_B}{_F}{_E}", True),
+    "chained calls": (f"Hi{_B}{_F}{_G}{_E}", True),
+    "no content": (f"{_B}{_F}{_G}{_E}", True),
+    "content after": (f"Hi{_B}{_F}{_E} bye", True),
+    "spaces around the name": (f'{_B}{_CB} f {_SEP}{{"a": 1}}{_CE}{_E}', True),
+    "a newline between calls": (f"Hi{_B}{_F}\n{_G}{_E}", False),
+    "a newline after the section's start": (f"Hi{_B}\n{_F}{_E}", False),
+    "a newline before the section's end": (f"Hi{_B}{_F}\n{_E}", False),
+    "text between calls": (f"Hi{_B}{_F}x{_G}{_E}", False),
+    "an unclosed section": (f"Hi{_B}{_F}{_G}", False),
+    "an unclosed call": (f'Hi{_B}{_CB}f{_SEP}{{"a": 1}}{_E}', False),
+    "a call after the section": (f"Hi{_B}{_F}{_E}{_G}", False),
+    "a second section": (f"Hi{_B}{_F}{_E}{_B}{_G}{_E}", False),
+    "reasoning after": (f"Hi{_B}{_F}{_E}<think>x</think>", False),
+    "reasoning before": (f"<think>x</think>Hi{_B}{_F}{_E}", False),
+    "an end of turn after": (f"Hi{_B}{_F}{_E}<｜end▁of▁sentence｜>", False),
+    "an end of turn before": (f"Hi<｜end▁of▁sentence｜>{_B}{_F}{_E}", False),
+    "no separator in the call": (f'Hi{_B}{_CB}f{{"a": 1}}{_CE}{_E}', False),
+    "a separator only after the section": (f"Hi{_B}{_CB}f{_CE}{_E}x{_SEP}{{}}", False),
+    "an end marker in a JSON string": (f'Hi{_B}{_CB}f{_SEP}{{"a": "{_CE}"}}{_CE}{_E}', False),
+    "broken JSON": (f'Hi{_B}{_CB}f{_SEP}{{"a" 1}}{_CE}{_E}', False),
+    "a JSON array": (f"Hi{_B}{_CB}f{_SEP}[1]{_CE}{_E}", False),
+    "a lone surrogate's escape": (f'Hi{_B}{_CB}f{_SEP}{{"a": "\\ud800"}}{_CE}{_E}', False),
+}
+
+
+@pytest.mark.parametrize("case", list(_V31_SECTIONS))
+def test_v31_quick_reading_of_whole_sections(case: str) -> None:
+    """The V3.1 quick reading's section steps (each marker found in place, no search ahead
+    of the calls) against the general path, in lenient and strict mode; the template's
+    chained calls are read quickly, as the base class's reading reads them."""
+    text, inlined = _V31_SECTIONS[case]
+    for strict in (False, True):
+        parser = get_parser("deepseek_v3_1", strict=strict)
+        quick = parser._parse_quick(text)
+        try:
+            general = parser._parse_markup(text)
+        except ParseError:
+            assert quick is None
+            continue
+        assert quick is None or quick == general
+        assert parser.parse(text) == general
+    if inlined:
+        quick = get_parser("deepseek_v3_1")._parse_quick(text)
+        assert quick is not None
+        assert _DeepSeekParser._parse_quick(DeepSeekV31Parser(), text) == quick
 
 
 @pytest.mark.parametrize("case", list(_V31_QUICK_CASES))

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import hermes_parsers
 from hermes_parsers import ContentDelta, ParseError, ToolCall, ToolCallEvent, get_parser
+from hermes_parsers.formats.llama import _LlamaScanner
 from tests.parsers.steps import assert_linear
 from tests.parsers.streams import check_stream, chunkings
 
@@ -419,3 +420,89 @@ def test_chunks_with_plain_angle_brackets_stream_as_parse(name: str, text: str) 
     parser = get_parser(name)
     for pieces in chunkings(text, seed=3):
         check_stream(parser, pieces)
+
+
+# the quick reading ------------------------------------------------------------------
+_CALL_A = '{"name": "f", "parameters": {"a": 1}}'
+_CALL_B = '{"name": "g", "arguments": {"b": "x\\ny"}, "parameters": {"c": 2}}'
+
+#: Texts the quick reading reads itself (calls only, as the templates write them, with
+#: content around them that holds no markup).
+_QUICK_READ = {
+    "one call": _CALL_A,
+    "the llama3 separator": f"{_CALL_A}; {_CALL_B}",
+    "spaces around the separator": f" \n{_CALL_A} ;\t{_CALL_B}  ",
+    "no separator": f"{_CALL_A}{_CALL_B}",
+    "whitespace between": f"{_CALL_A}\n\n{_CALL_B}",
+    "a final separator": f"{_CALL_A}; {_CALL_B} ; ",
+    "content before": f"Sure: {_CALL_A}{_CALL_B}",
+    "content on both sides": f"Sure.\n{_CALL_A} ; {_CALL_B}\n bye",
+    "a separator then content": f"{_CALL_A}; then more",
+    "raw newlines in a string": '{"name": "f", "parameters": {"a": "x\ny"}}',
+    "non-ASCII": '{"name": "é", "parameters": {"a": "ü\U0001f600"}}',
+}
+
+#: Texts it leaves to the scanner (or reads by handing a refused object over).
+_QUICK_LEFT = {
+    "a marker before": f"<|python_tag|>{_CALL_A}",
+    "an angle before": f"a < b {_CALL_A}",
+    "a marker after": f"{_CALL_A}<|python_end|>",
+    "a brace after": f"{_CALL_A} and {{x}}",
+    "reasoning after": f"{_CALL_A}<think>hm</think>",
+    "no arguments": '{"name": "f"}',
+    "no name": '{"parameters": {}}',
+    "arguments in a string": '{"name": "f", "parameters": "{\\"a\\": 1}"}',
+    "a name that is not a string": '{"name": 1, "parameters": {}}',
+    "an empty name": '{"name": " ", "parameters": {}}',
+    "an escaped surrogate": '{"name": "f", "parameters": {"a": "\\ud800"}}',
+    "a lone surrogate": '{"name": "f", "parameters": {"a": "\ud800"}}',
+    "NaN": '{"name": "f", "parameters": {"a": NaN}}',
+    "a separator then a non-call": f"{_CALL_A}; {{}}",
+    "a missing colon": '{"name": "f", "parameters": {"a" 1}}',
+    "a missing colon, then reasoning": '{"name": "f" "parameters": {}}<think>x</think>',
+    "a good call, then a broken one": f'{_CALL_A}; {{"name": "g" "parameters": {{}}}} x',
+    "unterminated": '{"name": "f", "parameters": {"a": 1}',
+}
+
+
+@pytest.mark.parametrize("name", BOTH)
+@pytest.mark.parametrize("case", [*_QUICK_READ, *_QUICK_LEFT])
+def test_quick_reading_gives_the_general_answer(name: str, case: str) -> None:
+    """The quick reading against the scanner, in lenient and strict mode: the same
+    result wherever it gives one, and it reads the templates' calls itself."""
+    text = _QUICK_READ.get(case) or _QUICK_LEFT[case]
+    for strict in (False, True):
+        parser = get_parser(name, strict=strict)
+        quick = parser._parse_quick(text)
+        try:
+            general = parser._parse_markup(text)
+        except ParseError:
+            assert quick is None
+            continue
+        assert quick is None or quick == general
+        assert parser.parse(text) == general
+        if case in _QUICK_READ:
+            assert quick is not None
+            assert quick.tool_calls
+        elif "missing colon" in case or "broken" in case:
+            # Lenient: the decoder's error is handed to the scanner; strict: left to it.
+            assert (quick is None) == strict
+
+
+def test_a_refused_object_is_handed_to_the_scanner_not_decoded_again() -> None:
+    """The scanner takes the decoder's error it is given for an object (its reason shows
+    that error's message), only for that text object and position."""
+    text = 'Hi {"name": "f" "parameters": {}} x'
+    at = text.index("{")
+    given = json.JSONDecodeError("Given here", text, at + 10)
+    scanner = _LlamaScanner(think_prefilled=False, whole=True, refusal=(text, at, given))
+    reasons = [s.reason for s in scanner.feed(text) + scanner.finish() if hasattr(s, "reason")]
+    assert reasons == ["tool call is not valid JSON (Given here: line 1 column 11 (char 10))"]
+    with pytest.raises(json.JSONDecodeError) as caught:
+        json.loads(text[at:])
+    decoded = f"tool call is not valid JSON ({caught.value})"
+    # Another position, or an equal text that is another object: the scanner decodes.
+    for refusal in ((text, at + 1, given), ("".join(["H", text[1:]]), at, given)):
+        scanner = _LlamaScanner(think_prefilled=False, whole=True, refusal=refusal)
+        reasons = [s.reason for s in scanner.feed(text) + scanner.finish() if hasattr(s, "reason")]
+        assert reasons == [decoded]

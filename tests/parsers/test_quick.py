@@ -114,8 +114,9 @@ def test_quick_reading_agrees_with_the_general_path(name: str, data: st.DataObje
         parser = get_parser(name, strict=strict)
         quick = parser._parse_quick(text)
         if quick is not None:
+            # (ParseResult's equality compares reasoning too: a quick reading that hands
+            # a refused object to the scanner, as Llama's does, may give some.)
             assert quick == _general(parser, text)
-            assert quick.reasoning is None
             assert parser.parse(text) == quick
 
 
@@ -129,7 +130,6 @@ def _check(name: str, text: str) -> bool:
         if quick is not None:
             read = True
             assert quick == _general(parser, text), text
-            assert quick.reasoning is None
     return read
 
 

@@ -6,7 +6,10 @@ well-formed) with a few ``str.find`` calls and hands the calls to ``quick_result
 applies the assembler's own checks and id rule. Anything the quick reading does not
 recognise makes it answer ``None``, and ``parse`` takes the general path, which gives the
 same result for every text the quick reading accepts (``tests/parsers/test_quick.py``
-compares the two on generated texts).
+compares the two on generated texts). A quick reading that has already done some of the
+general path's work on a text it cannot read may instead finish the general path with it
+(Llama's hands the C decoder's error for a refused object to its scanner, which would
+otherwise decode that object again to find it).
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ from hermes_parsers._arguments import _LONG_STRING, _SCAN, _SURROGATE_ESCAPE, lo
 from hermes_parsers._base import ToolCallParser
 from hermes_parsers._errors import RenderError
 from hermes_parsers._quick import quick_call, quick_calls_result, quick_named_call, quick_section
-from hermes_parsers._result import ParseResult
+from hermes_parsers._result import _SET_CALLS, _SET_CONTENT, _SET_REASONING, ParseResult
 from hermes_parsers._scanner import MarkerScanner, Region, RegionSet, Scanner
 from hermes_parsers._segments import Malformed, RawCall, Reasoning, Segment
 from hermes_parsers._tool_call import (
@@ -92,8 +92,8 @@ _BEGIN_CRC = zlib.crc32(CALL_BEGIN.encode())
 _SEP_UTF8 = SEP.encode()
 _CALL_END_UTF8 = CALL_END.encode()
 _crc32 = zlib.crc32
+_join_bytes = b"".join
 _new = object.__new__
-_quick_result = ParseResult._quick
 
 #: Reads the text between ``<｜tool▁call▁begin｜>`` and ``<｜tool▁call▁end｜>``:
 #: ``(name, arguments)`` or the reason it is malformed.
@@ -412,47 +412,42 @@ class DeepSeekV31Parser(_DeepSeekParser):
         return read_v31_call(body)
 
     def _parse_quick(self, text: str) -> ParseResult | None:
-        """The base class's quick reading with its steps inlined for the common case:
-        calls ``NAME<｜tool▁sep｜>{...}`` (a name that is an identifier) whose JSON is
-        ASCII, so that it holds no marker, and ends just before ``<｜tool▁call▁end｜>``:
-        that end is the first end marker after the call's start, where the base class's
-        search would find it. Anything else is left to the base class's reading."""
+        """The base class's quick reading with its steps inlined for the common case, the
+        section as the template writes it: calls chained straight after
+        ``<｜tool▁calls▁begin｜>`` and each other, ``NAME<｜tool▁sep｜>{...}`` (a name that
+        is an identifier) whose JSON is ASCII, so that it holds no marker, and ends just
+        before ``<｜tool▁call▁end｜>``, the last one just before ``<｜tool▁calls▁end｜>``.
+        Nothing in such a section can hold a marker, so each marker found in place is
+        where the base class's searches would find it: no search runs ahead of the
+        calls. Anything else is left to the base class's reading."""
         begin = text.find(CALLS_BEGIN)
         if begin < 0 or self.think_prefilled:
             return None
-        inner = begin + len(CALLS_BEGIN)
-        close = text.find(CALLS_END, inner)
-        if close < 0:
-            return None
-        position = inner
-        start = text.find(CALL_BEGIN, inner, close)
+        position = begin + len(CALLS_BEGIN)
         calls: list[ToolCall] = []
-        while start >= 0:
-            if start != position and not text[position:start].isspace():
-                return None  # text in the section outside any call
-            at = start + len(CALL_BEGIN)
-            sep = text.find(SEP, at, close)
+        while text.startswith(CALL_BEGIN, position):
+            at = position + len(CALL_BEGIN)
+            sep = text.find(SEP, at)
             name_text = text[at:sep]
             name = name_text.strip()
             json_at = sep + len(SEP)
             if sep < 0 or not name.isidentifier() or not text.startswith("{", json_at):
                 return super()._parse_quick(text)
-            try:
-                value, stop = _SCAN(text, json_at)
+            stop = text.find(CALL_END, json_at)
+            body = text[json_at:stop]
+            if stop < 0 or not body.isascii():
+                return super()._parse_quick(text)
+            try:  # ASCII text decodes faster than the wide-character text around it
+                value, end = _SCAN(body, 0)
             except (StopIteration, ValueError, RecursionError):
                 return None
-            body = text[json_at:stop]
-            if (
-                type(value) is not dict
-                or not body.isascii()
-                or not text.startswith(CALL_END, stop)
-                or _SURROGATE_ESCAPE.search(body)
-            ):
+            if end != len(body) or type(value) is not dict or _SURROGATE_ESCAPE.search(body):
                 return super()._parse_quick(text)
-            # quick_call, inlined; the id's checksum taken piece by piece (see _quick_call).
+            # quick_call, inlined; the id's checksum of the call's UTF-8 put together from
+            # its pieces (see _quick_call), in one pass.
             checksum = _crc32(
-                _CALL_END_UTF8,
-                _crc32(body.encode(), _crc32(_SEP_UTF8, _crc32(name_text.encode(), _BEGIN_CRC))),
+                _join_bytes((name_text.encode(), _SEP_UTF8, body.encode(), _CALL_END_UTF8)),
+                _BEGIN_CRC,
             )
             function = _new(FunctionCall)
             _SET_NAME(function, name)
@@ -464,16 +459,22 @@ class DeepSeekV31Parser(_DeepSeekParser):
             _SET_TYPE(call, "function")
             calls.append(call)
             position = stop + len(CALL_END)
-            start = text.find(CALL_BEGIN, position, close)
-        if not calls or (position != close and not text[position:close].isspace()):
-            return None  # no call, or text after the last one
+        if not calls or not text.startswith(CALLS_END, position):
+            return super()._parse_quick(text)  # whitespace in the section, or no call
         head = text[:begin]
-        tail = text[close + len(CALLS_END) :]
-        if (head and (EOS in head or _THINK_START in head)) or (
-            tail and (CALLS_BEGIN in tail or EOS in tail or _THINK_START in tail)
-        ):
+        if head and (EOS in head or _THINK_START in head):
             return None
-        return _quick_result((head + tail).strip() or None, calls)
+        after = position + len(CALLS_END)
+        if after != len(text):
+            tail = text[after:]
+            if CALLS_BEGIN in tail or EOS in tail or _THINK_START in tail:
+                return None
+            head += tail
+        result = _new(ParseResult)  # ParseResult._quick, inlined
+        _SET_CONTENT(result, head.strip() or None)
+        _SET_CALLS(result, calls)
+        _SET_REASONING(result, None)
+        return result
 
     def _quick_call(self, text: str, index: int, start: int, at: int, end: int) -> ToolCall | None:
         # ``read_v31_call`` in place: NAME, the separator, a JSON object; the base class's

@@ -73,9 +73,18 @@ import re
 from typing import Any, Final
 
 from hermes_parsers._api import register_parser
-from hermes_parsers._arguments import decode_json_prefix, json_end, load_json
+from hermes_parsers._arguments import (
+    _LAX_SCAN,
+    _SURROGATE_ESCAPE,
+    decode_json_prefix,
+    json_end,
+    load_json,
+)
+from hermes_parsers._assembly import Assembler
 from hermes_parsers._base import ToolCallParser
 from hermes_parsers._errors import RenderError
+from hermes_parsers._quick import quick_calls_result, quick_named_call
+from hermes_parsers._result import ParseResult
 from hermes_parsers._scanner import Scanner
 from hermes_parsers._segments import Content, Malformed, RawCall, Reasoning, Segment
 from hermes_parsers._tool_call import ToolCall
@@ -162,11 +171,20 @@ class _LlamaScanner:
     rescans text it has already settled.
     """
 
-    def __init__(self, *, think_prefilled: bool, whole: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        think_prefilled: bool,
+        whole: bool = False,
+        refusal: tuple[str, int, json.JSONDecodeError] | None = None,
+    ) -> None:
         # A lenient parse of the whole text (one feed, then finish): malformed markup is
         # content, so a refused object that no markup follows is content to the end, and
         # where it ends need not be found (``_refused``).
         self._whole = whole
+        # What the C decoder raised for the object at ``text[j]`` (``(text, j, error)``),
+        # already known to the caller: ``_open`` takes it instead of decoding again.
+        self._refusal = refusal
         self._mode = _THINK if think_prefilled else _CONTENT
         self._carry = ""  # content: text that may begin a marker
         self._pos = 0  # absolute offset of the start of ``_carry``
@@ -340,7 +358,16 @@ class _LlamaScanner:
         self._tagged = prefix.startswith(PYTHON_TAG)
         self._offset = offset
         self._hard = hard
-        if self._budget > 0:
+        refusal = self._refusal
+        if self._budget > 0 and refusal is not None and refusal[0] is s and refusal[1] == j:
+            # The decoder's error here is known (not raised again: the traceback would
+            # then hold this frame, and this frame the error).
+            self._refusal = None
+            self._budget -= refusal[2].pos + 1
+            ended = self._refused(s, j, prefix, refusal[2], out)
+            if ended >= 0:
+                return ended
+        elif self._budget > 0:
             try:
                 value, end = decode_json_prefix(s, j, control_characters=True)
             except json.JSONDecodeError as exc:
@@ -633,6 +660,82 @@ class _LlamaJsonParser(ToolCallParser):
 
     def _scanner(self) -> Scanner:
         return _LlamaScanner(think_prefilled=self.think_prefilled)
+
+    def _parse_quick(self, text: str) -> ParseResult | None:
+        """Calls as the templates write them, read as ``_LlamaScanner`` reads them but
+        without its steps: content holding no ``<`` (so no marker) up to the first ``{``;
+        then objects the C decoder reads whole (no ``\\u`` escape of a surrogate in them),
+        each a call, each followed by whitespace, a ``;`` and whitespace (markup when an
+        object follows it or the text ends: dropped), or nothing; then content holding no
+        ``{`` or ``<``. The scanner ends each object where the decoder does, and keeps the
+        whitespace before a ``;`` as content. Anything else (or an object that is not a
+        call with an object of arguments) is left to the scanner."""
+        if self.think_prefilled:
+            return None
+        j = text.find("{")
+        if j < 0 or text.find("<", 0, j) >= 0:
+            return None
+        content = [text[:j]]
+        calls: list[ToolCall] = []
+        while True:
+            try:
+                value, end = _LAX_SCAN(text, j)
+            except json.JSONDecodeError as error:
+                # The scanner decodes this object the same way, to the same error: in
+                # lenient mode it is handed over rather than found a second time.
+                return None if self.strict else self._parse_refused(text, j, error)
+            except (StopIteration, ValueError, RecursionError):
+                return None
+            if type(value) is not dict or "name" not in value:
+                return None
+            if "arguments" in value:
+                arguments = value["arguments"]
+            elif "parameters" in value:
+                arguments = value["parameters"]
+            else:
+                return None
+            if type(arguments) is not dict or _SURROGATE_ESCAPE.search(text, j, end):
+                return None
+            call = quick_named_call(len(calls), value["name"], arguments, text[j:end])
+            if call is None:
+                return None
+            calls.append(call)
+            if text.startswith("; {", end):  # the separator the llama3 template writes
+                j = end + 2
+                continue
+            found = _NON_SPACE.search(text, end)
+            if found is None:
+                content.append(text[end:])
+                break
+            k = found.start()
+            content.append(text[end:k])
+            if text[k] == "{":
+                j = k
+                continue
+            if text[k] == ";":
+                found = _NON_SPACE.search(text, k + 1)
+                if found is None:  # a ";" ending the text: markup, with what follows it
+                    break
+                if text[found.start()] == "{":
+                    j = found.start()
+                    continue
+            rest = text[k:]
+            if "{" in rest or "<" in rest:
+                return None
+            content.append(rest)
+            break
+        return quick_calls_result("".join(content), calls)
+
+    def _parse_refused(self, text: str, j: int, error: json.JSONDecodeError) -> ParseResult:
+        """``_parse_markup(text)`` in lenient mode, given ``error``: what the C decoder
+        raises for the JSON value at ``text[j]`` (with control characters allowed)."""
+        scanner = _LlamaScanner(
+            think_prefilled=self.think_prefilled, whole=True, refusal=(text, j, error)
+        )
+        assembler = Assembler(self.name, strict=False)
+        assembler.add(scanner.feed(text), events=False)
+        assembler.add(scanner.finish(), events=False)
+        return assembler.result()
 
     def _whole_text_scanner(self) -> Scanner:
         return _LlamaScanner(think_prefilled=self.think_prefilled, whole=not self.strict)
