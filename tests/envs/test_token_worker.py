@@ -190,6 +190,21 @@ async def test_a_killed_worker_fails_what_waits_and_says_why() -> None:
         await worker.aclose()
 
 
+@pytest.mark.skipif(not hasattr(os, "SCHED_BATCH"), reason="Linux scheduling policies")
+async def test_the_worker_runs_batch_scheduled() -> None:
+    # Its wake-ups must not preempt the event loop, the model server or the sandboxes.
+    worker = await _started(_setup(_tokenizer("shipped")))
+    try:
+        assert worker.ready, worker.gone
+        assert worker.pid is not None
+        assert os.sched_getscheduler(worker.pid) == os.SCHED_BATCH
+        good = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]
+        rollouts = [{"task_id": "c", "messages": good, "score": s} for s in (0.0, 1.0)]
+        assert (await worker.make_line(None, rollouts))[1]  # and it answers as before
+    finally:
+        await worker.aclose()
+
+
 async def test_a_bad_set_up_never_gets_ready() -> None:
     worker = await _started({"tokenizer": "not a tokenizer"})
     try:
