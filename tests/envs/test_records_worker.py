@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -168,6 +169,11 @@ async def test_process_records_from_the_worker_equal_those_from_the_thread(
     assert kept(made[True]) == kept(made[False])
 
 
+def _open_paths() -> set[str]:
+    """The files this process holds open."""
+    return {os.path.realpath(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")}
+
+
 async def test_after_the_first_checked_group_records_are_appended_without_the_thread(
     tmp_path: Path,
 ) -> None:
@@ -198,6 +204,8 @@ async def test_after_the_first_checked_group_records_are_appended_without_the_th
     assert env.rollout_records._worker_tokens is True
     # The first group's records set the file up and check the worker's texts there.
     assert handed.count("_write_group") == 1
+    # The group file's reader and the records file's writer, kept open, are closed.
+    assert not _open_paths() & {str(out.resolve()), str(records_path(out).resolve())}
     records = [json.loads(line) for line in records_path(out).read_text().splitlines()]
     groups = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["group"] for r in records] == list(range(6))

@@ -42,7 +42,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Executor
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import Any, BinaryIO, Final, Protocol, TextIO
 
 from hermes_envs._env_config import HermesAgentEnvConfig
 from hermes_envs._files import write_whole
@@ -351,6 +351,8 @@ class RolloutRecords:
         self._held: OrderedDict[str, list[RolloutOutcome]] = OrderedDict()
         self._groups_path: Path | None = None
         self._records_target = Path()  # records_path(_groups_path), once that is set
+        self._group_reader: BinaryIO | None = None  # the group file, to count its lines
+        self._records_file: TextIO | None = None  # the records file, appended to
         self._lines = 0  # complete lines of the group file, counted up to byte _counted
         self._counted = 0
         self._eval_path: Path | None = None
@@ -461,6 +463,7 @@ class RolloutRecords:
     ) -> None:
         with self._lock:
             if self._groups_path != path:
+                self._close_files()
                 self._groups_path = path
                 self._records_target = records_path(path)
                 log = self._env.group_log
@@ -481,21 +484,55 @@ class RolloutRecords:
                 if not isinstance(group, dict):
                     return
                 texts = _texts(group_records(group, outcomes, self._decoder()))
-            self._append(self._records_target, self._line_of(self._lines - 1, item, texts))
+            self._append_line(self._line_of(self._lines - 1, item, texts))
 
     def _new_lines(self, path: Path) -> bool:
-        """Count the group file's lines written since the last call; whether there were
-        any (none: the writer skipped the group). Holding ``_lock``."""
-        more, self._counted = _count_lines(path, self._counted)
+        """Count the group file's lines written since the last call, read through one
+        handle kept open; whether there were any (none: the writer skipped the group).
+        Holding ``_lock``."""
+        reader = self._group_reader
+        if reader is None:
+            reader = self._group_reader = path.open("rb")
+        reader.seek(self._counted)
+        more = 0
+        while chunk := reader.read(1 << 20):
+            more += chunk.count(b"\n")
+            self._counted += len(chunk)
         self._lines += more
         return more > 0
+
+    def _append_line(self, line: str) -> None:
+        """Append ``line`` to the records file through one handle kept open, flushed (a
+        kill keeps every complete line, as when the file was opened per line). Holding
+        ``_lock``."""
+        records = self._records_file
+        if records is None:
+            records = self._records_file = self._records_target.open(
+                "a", encoding="utf-8", errors="backslashreplace"
+            )
+        records.write(line + "\n")
+        records.flush()
 
     def _append_texts(self, path: Path, item: Any, texts: Sequence[str]) -> None:
         """Append the records line, made of the records' JSON ``texts``, of the group line
         just written to ``path`` (set up by ``_write_group``); nothing when no line was
         written. Holding ``_lock``."""
         if self._new_lines(path):
-            self._append(self._records_target, self._line_of(self._lines - 1, item, texts))
+            self._append_line(self._line_of(self._lines - 1, item, texts))
+
+    def _close_files(self) -> None:
+        """Close the group file's reader and the records file's writer. Holding ``_lock``."""
+        for handle in (self._group_reader, self._records_file):
+            if handle is not None:
+                handle.close()
+        self._group_reader = None
+        self._records_file = None
+
+    def close(self) -> None:
+        """Close the files held open for ``process``'s records (idempotent; a group
+        written afterwards opens them again)."""
+        with self._lock:
+            self._close_files()
 
     def _worker_texts(
         self,
