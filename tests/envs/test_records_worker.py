@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -165,3 +167,48 @@ async def test_process_records_from_the_worker_equal_those_from_the_thread(
 
     assert len(made[True]) == 8
     assert kept(made[True]) == kept(made[False])
+
+
+def _open_paths() -> set[str]:
+    """The files this process holds open."""
+    return {os.path.realpath(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")}
+
+
+async def test_after_the_first_checked_group_records_are_appended_without_the_thread(
+    tmp_path: Path,
+) -> None:
+    handed: list[str] = []
+
+    class Counting(ThreadPoolExecutor):
+        def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+            handed.append(getattr(fn, "func", fn).__name__)
+            return super().submit(fn, *args, **kwargs)
+
+    class Waiting(TerminalTestEnv):
+        async def get_next_item(self) -> dict[str, str]:
+            worker = self.token_worker
+            if self.next_index == 0 and worker is not None:
+                for _ in range(1200):  # the worker starts after setup; let it get ready
+                    if worker.ready or worker.gone:
+                        break
+                    await asyncio.sleep(0.05)
+            return await super().get_next_item()
+
+    async with ModelServer(Policy(terminal_test_oracle)) as model:
+        out = tmp_path / "groups.jsonl"
+        config = process_config(out, write_viewer_html=False)
+        env = Waiting(config, [server(model.base_url)])
+        env.token_executor = Counting(max_workers=1)
+        env.n_groups_to_process = 6
+        await env.process_manager()
+    assert env.rollout_records._worker_tokens is True
+    # The first group's records set the file up and check the worker's texts there.
+    assert handed.count("_write_group") == 1
+    # The group file's reader and the records file's writer, kept open, are closed.
+    assert not _open_paths() & {str(out.resolve()), str(records_path(out).resolve())}
+    records = [json.loads(line) for line in records_path(out).read_text().splitlines()]
+    groups = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["group"] for r in records] == list(range(6))
+    for record, group in zip(records, groups, strict=True):
+        assert [x["messages"] for x in record["rollouts"]] == group["messages"]
+        assert [x["score"] for x in record["rollouts"]] == group["scores"]

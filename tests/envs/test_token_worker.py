@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import logging
 import os
@@ -23,6 +24,7 @@ from hermes_envs.scoring._group import ScoredRollout, scored_group, skip_reason
 from hermes_envs.scoring._record_tokens import PieceDecoder, record_tokens
 from hermes_envs.scoring._token_worker import TokenWorker, TokenWorkerUnavailable
 from hermes_envs.scoring._tokens import chat_template_tokens
+from hermes_envs.scoring.worker import LineMaker, serve
 from hermes_loop.server import ModelServer, Policy
 from hermes_loop.templates._chat_template import CHATML_JINJA_TEMPLATE
 
@@ -188,6 +190,21 @@ async def test_a_killed_worker_fails_what_waits_and_says_why() -> None:
         await worker.aclose()
 
 
+@pytest.mark.skipif(not hasattr(os, "SCHED_BATCH"), reason="Linux scheduling policies")
+async def test_the_worker_runs_batch_scheduled() -> None:
+    # Its wake-ups must not preempt the event loop, the model server or the sandboxes.
+    worker = await _started(_setup(_tokenizer("shipped")))
+    try:
+        assert worker.ready, worker.gone
+        assert worker.pid is not None
+        assert os.sched_getscheduler(worker.pid) == os.SCHED_BATCH
+        good = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]
+        rollouts = [{"task_id": "c", "messages": good, "score": s} for s in (0.0, 1.0)]
+        assert (await worker.make_line(None, rollouts))[1]  # and it answers as before
+    finally:
+        await worker.aclose()
+
+
 async def test_a_bad_set_up_never_gets_ready() -> None:
     worker = await _started({"tokenizer": "not a tokenizer"})
     try:
@@ -219,6 +236,45 @@ def test_it_stands_in_only_for_a_fast_tokenizer_with_a_chat_template() -> None:
     hf.chat_template = None
     assert setup(hf) is None
     assert setup(object()) is None
+
+
+@pytest.mark.parametrize("name", sorted(TEMPLATES))
+def test_the_worker_compiles_its_templates_before_it_is_ready(name: str) -> None:
+    hf = _tokenizer(name)
+    setup = _setup(hf)
+    warmed = LineMaker(setup)
+    assert warmed.warm_up()
+    # Both templates (with tools and without) are compiled before any request.
+    assert set(warmed._renderer._templates) == {True, False}
+    good = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]
+    rollouts = [{"task_id": "c", "messages": good, "score": s} for s in (0.0, 1.0)]
+    for tools in (TOOLS, None):
+        request = {"id": 1, "tools": tools, "rollouts": rollouts, "record_tokens": True}
+        # What the sample leaves behind changes no answer.
+        assert warmed.make(request) == LineMaker(setup).make(request)
+    source = io.StringIO(json.dumps(setup) + "\n")
+    sink = io.StringIO()
+    assert serve(source, sink) == 0
+    assert sink.getvalue() == "ready\n"
+
+
+def test_a_template_that_refuses_the_sample_still_gets_ready() -> None:
+    hf = _tokenizer("shipped")
+    hf.chat_template = "{{ raise_exception('no samples here') }}"
+    setup = _setup(hf)
+    assert LineMaker(setup).warm_up() is False
+    chat = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]
+    request = {
+        "id": 3,
+        "tools": None,
+        "rollouts": [{"task_id": "a", "messages": chat, "score": 1.0}],
+    }
+    source = io.StringIO(json.dumps(setup) + "\n" + json.dumps(request) + "\n")
+    sink = io.StringIO()
+    assert serve(source, sink) == 0
+    ready, answer = sink.getvalue().splitlines()
+    assert ready == "ready"
+    assert "no samples here" in json.loads(answer.split("\t")[0])["error"]
 
 
 def _worker_pids() -> list[int]:

@@ -129,10 +129,13 @@ class HermesAgentBaseEnv(HermesAgentEvalEnv[ItemT]):
         self.group_log = GroupLog(path, resume=config.resume) if path is not None else None
 
     def _close_outputs(self) -> None:
-        """Close the group file and its record of items (idempotent)."""
+        """Close the group file, its record of items and the records' files (idempotent)."""
         writer = getattr(self, "jsonl_writer", None)
         if writer is not None:
             writer.close()
+        records = self.__dict__.get("rollout_records")  # made on first use
+        if records is not None:
+            records.close()
         if self.group_log is not None:
             self.group_log.close()
 

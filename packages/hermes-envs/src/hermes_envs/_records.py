@@ -42,7 +42,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Executor
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import Any, BinaryIO, Final, Protocol, TextIO
 
 from hermes_envs._env_config import HermesAgentEnvConfig
 from hermes_envs._files import write_whole
@@ -350,6 +350,9 @@ class RolloutRecords:
         self._env = env
         self._held: OrderedDict[str, list[RolloutOutcome]] = OrderedDict()
         self._groups_path: Path | None = None
+        self._records_target = Path()  # records_path(_groups_path), once that is set
+        self._group_reader: BinaryIO | None = None  # the group file, to count its lines
+        self._records_file: TextIO | None = None  # the records file, appended to
         self._lines = 0  # complete lines of the group file, counted up to byte _counted
         self._counted = 0
         self._eval_path: Path | None = None
@@ -402,6 +405,12 @@ class RolloutRecords:
         (each row's ``tokens`` entry as JSON text, made there): the records are then made
         without reading the line back, the first time checked against those made from it.
 
+        The work runs on the environment's tokenizer thread, except once the records
+        file is set up and the worker's record tokens were checked: then a group whose
+        records need no more than its ``rows`` and ``record_tokens`` (``rows_with_tokens``)
+        is appended here, on the event loop (tens of microseconds, a line's append as
+        the group file's own; a hand-off to the thread and back costs more than that).
+
         A records file that cannot be written (or a group file line that cannot be read
         back) is logged (once) and the run goes on.
         """
@@ -409,9 +418,25 @@ class RolloutRecords:
         if path is None:
             return
         outcomes = self._take(item)
+        target = Path(path)
+        if (
+            self._worker_tokens
+            and self._groups_path == target
+            and isinstance(group, str)
+            and rows is not None
+            and record_tokens is not None
+        ):
+            texts = rows_with_tokens(outcomes, rows, record_tokens)
+            if texts is not None:
+                try:
+                    with self._lock:
+                        self._append_texts(target, item, texts)
+                except OSError as error:
+                    self._failed(error)
+                return
         loop = asyncio.get_running_loop()
         write = functools.partial(
-            self._write_group, Path(path), item, group, outcomes, rows, record_tokens
+            self._write_group, target, item, group, outcomes, rows, record_tokens
         )
         try:
             await loop.run_in_executor(self._env.token_executor, write)
@@ -436,29 +461,78 @@ class RolloutRecords:
         rows: Sequence[RolloutOutcome] | None = None,
         record_tokens: Sequence[str] | None = None,
     ) -> None:
-        if self._groups_path != path:
-            self._groups_path = path
-            log = self._env.group_log
-            if log is not None:  # the lines the run started with
-                self._lines = log.done
-            else:
-                self._lines = max(0, _count_lines(path, 0)[0] - 1)
-            self._counted = _offset_after(path, self._lines)
-            self._reconcile(path, self._lines)
-        more, self._counted = _count_lines(path, self._counted)
-        if not more:  # the writer skipped the group: nothing to record
-            return
-        self._lines += more
-        texts = None
-        if isinstance(group, str) and rows is not None and record_tokens is not None:
-            texts = self._worker_texts(group, outcomes, rows, record_tokens)
-        if texts is None:
-            if isinstance(group, str):
-                group = json.loads(group)
-            if not isinstance(group, dict):
+        with self._lock:
+            if self._groups_path != path:
+                self._close_files()
+                self._groups_path = path
+                self._records_target = records_path(path)
+                log = self._env.group_log
+                if log is not None:  # the lines the run started with
+                    self._lines = log.done
+                else:
+                    self._lines = max(0, _count_lines(path, 0)[0] - 1)
+                self._counted = _offset_after(path, self._lines)
+                self._reconcile(path, self._lines)
+            if not self._new_lines(path):  # the writer skipped the group: nothing to record
                 return
-            texts = _texts(group_records(group, outcomes, self._decoder()))
-        self._append(records_path(path), self._line_of(self._lines - 1, item, texts))
+            texts = None
+            if isinstance(group, str) and rows is not None and record_tokens is not None:
+                texts = self._worker_texts(group, outcomes, rows, record_tokens)
+            if texts is None:
+                if isinstance(group, str):
+                    group = json.loads(group)
+                if not isinstance(group, dict):
+                    return
+                texts = _texts(group_records(group, outcomes, self._decoder()))
+            self._append_line(self._line_of(self._lines - 1, item, texts))
+
+    def _new_lines(self, path: Path) -> bool:
+        """Count the group file's lines written since the last call, read through one
+        handle kept open; whether there were any (none: the writer skipped the group).
+        Holding ``_lock``."""
+        reader = self._group_reader
+        if reader is None:
+            reader = self._group_reader = path.open("rb")
+        reader.seek(self._counted)
+        more = 0
+        while chunk := reader.read(1 << 20):
+            more += chunk.count(b"\n")
+            self._counted += len(chunk)
+        self._lines += more
+        return more > 0
+
+    def _append_line(self, line: str) -> None:
+        """Append ``line`` to the records file through one handle kept open, flushed (a
+        kill keeps every complete line, as when the file was opened per line). Holding
+        ``_lock``."""
+        records = self._records_file
+        if records is None:
+            records = self._records_file = self._records_target.open(
+                "a", encoding="utf-8", errors="backslashreplace"
+            )
+        records.write(line + "\n")
+        records.flush()
+
+    def _append_texts(self, path: Path, item: Any, texts: Sequence[str]) -> None:
+        """Append the records line, made of the records' JSON ``texts``, of the group line
+        just written to ``path`` (set up by ``_write_group``); nothing when no line was
+        written. Holding ``_lock``."""
+        if self._new_lines(path):
+            self._append_line(self._line_of(self._lines - 1, item, texts))
+
+    def _close_files(self) -> None:
+        """Close the group file's reader and the records file's writer. Holding ``_lock``."""
+        for handle in (self._group_reader, self._records_file):
+            if handle is not None:
+                handle.close()
+        self._group_reader = None
+        self._records_file = None
+
+    def close(self) -> None:
+        """Close the files held open for ``process``'s records (idempotent; a group
+        written afterwards opens them again)."""
+        with self._lock:
+            self._close_files()
 
     def _worker_texts(
         self,

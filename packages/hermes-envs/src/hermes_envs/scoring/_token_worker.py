@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
@@ -90,8 +91,8 @@ class TokenWorker:
         return self._ready and self._gone is None
 
     async def start(self) -> None:
-        """Start the process and send the set-up; returns without waiting for it to be
-        ready (``ready`` says when).
+        """Start the process (``SCHED_BATCH`` on Linux: ``_batch_scheduled``) and send the
+        set-up; returns without waiting for it to be ready (``ready`` says when).
 
         Raises:
             OSError: if the process cannot be started.
@@ -104,6 +105,7 @@ class TokenWorker:
             stdout=asyncio.subprocess.PIPE,
             limit=_LINE_LIMIT,
         )
+        _batch_scheduled(self._process.pid)
         assert self._process.stdin is not None
         self._process.stdin.write(json.dumps(self._setup).encode() + b"\n")
         self._reader = asyncio.create_task(self._read(), name="hermes-envs-token-worker")
@@ -217,6 +219,16 @@ class TokenWorker:
                 self._reader.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await self._reader
+
+
+def _batch_scheduled(pid: int) -> None:
+    """Put process ``pid`` under Linux's ``SCHED_BATCH`` policy (same share of the CPU,
+    but its wake-ups do not preempt a running process): the worker's work is never
+    waited on at once, while the event loop, the model server and the sandboxes' commands
+    are. Nothing where the policy is unknown or refused."""
+    if hasattr(os, "sched_setscheduler") and hasattr(os, "SCHED_BATCH"):
+        with contextlib.suppress(OSError):
+            os.sched_setscheduler(pid, os.SCHED_BATCH, os.sched_param(0))
 
 
 def _decodes_plainly(tokenizer: Any) -> bool:

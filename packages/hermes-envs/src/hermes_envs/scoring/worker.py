@@ -12,7 +12,10 @@ Protocol (UTF-8 lines, surrogates passed through):
   as a JSON object), ``eos_token``, ``group_size``, ``ensure_scores_are_not_same``, and
   ``record_tokens`` (optional, false by default: whether a token's text is the
   tokenizer's ``decode([id])``, so that the worker may make the records' token texts);
-- out: ``ready``;
+- out: ``ready``, once it has made a line of a sample conversation (``LineMaker.warm_up``:
+  the chat template compiled and the code of a line loaded, so that the first group is
+  answered as fast as the others: ``process`` holds at most twice its workers' groups,
+  and every group waiting on a slow first answer keeps a rollout from starting);
 - in, then: one request per line: ``{"id", "tools", "rollouts": [{"task_id",
   "messages", "score"}]}``, and ``"record_tokens": true`` to get each row's ``tokens``
   entry of its rollout record (``hermes_envs.scoring._record_tokens``) too;
@@ -42,6 +45,36 @@ from hermes_envs.scoring._record_tokens import RecordTokensText
 from hermes_envs.scoring._tokens import chat_template_tokens
 
 __all__ = ["LineMaker", "main"]
+
+
+#: The sample conversation ``LineMaker.warm_up`` makes lines of: a user message, a tool
+#: call, its output and an answer (every kind of message a rollout holds).
+_SAMPLE_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "terminal",
+            "description": "Run a command.",
+            "parameters": {"type": "object", "properties": {"command": {"type": "string"}}},
+        },
+    }
+]
+_SAMPLE_MESSAGES = [
+    {"role": "user", "content": "Write hello into greeting.txt."},
+    {
+        "role": "assistant",
+        "content": "Writing it.",
+        "tool_calls": [
+            {
+                "id": "call_0",
+                "type": "function",
+                "function": {"name": "terminal", "arguments": '{"command": "echo hello"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_0", "content": "done"},
+    {"role": "assistant", "content": "Done."},
+]
 
 
 class _FastTokenizer:
@@ -81,6 +114,26 @@ class LineMaker:
             self._record_tokens = RecordTokensText(
                 lambda ids: backend.decode_batch(ids, skip_special_tokens=False)
             )
+
+    def warm_up(self) -> bool:
+        """Make the lines (and record token texts) of a sample conversation, with tools
+        and without, and forget them: the templates are compiled and the code a line
+        runs is loaded before the first request. Changes no answer (what it leaves
+        behind is what any line leaves: remembered texts of the same ids). Returns
+        whether both were made (a template may refuse the sample: nothing is lost, the
+        first request then pays for what was not done here); never raises.
+        """
+        made = True
+        for tools in (_SAMPLE_TOOLS, None):
+            rollouts = [
+                {"task_id": "warm-up", "messages": _SAMPLE_MESSAGES, "score": score}
+                for score in (0.0, 1.0)  # scores that differ: a line Atropos would write
+            ]
+            try:
+                self.make({"id": 0, "tools": tools, "rollouts": rollouts, "record_tokens": True})
+            except Exception:
+                made = False
+        return made
 
     def make(self, request: Mapping[str, Any]) -> tuple[dict[str, Any], str, list[str]]:
         """The answer header, line and record token texts (empty unless asked for,
@@ -134,6 +187,7 @@ def serve(source: TextIO, sink: TextIO) -> int:
     except Exception as exc:
         print(f"hermes-envs token worker: bad set-up: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
+    maker.warm_up()
     sink.write("ready\n")
     sink.flush()
     for text in source:
