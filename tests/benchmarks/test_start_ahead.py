@@ -9,7 +9,6 @@ import shutil
 import time
 from pathlib import Path
 
-import docker  # type: ignore[import-untyped]
 import pytest
 
 from hermes_benchmarks import OracleAgent, Task, TrialResult, TrialSettings, load_task
@@ -77,30 +76,16 @@ class SeesTheNext(OracleAgent):
         following = self.order[at + 1]
         deadline = time.monotonic() + 10.0
         while True:
-            found = following in await asyncio.to_thread(_task_ids)
+            found = await asyncio.to_thread(_there, following)
             if found or time.monotonic() > deadline:
                 break
             await asyncio.sleep(0.1)
         self.seen[sandbox.task_id] = found
 
 
-def _task_ids() -> set[str]:
-    """The task ids of this process's containers (the run's sandboxes)."""
-    from hermes_sandbox.backends.docker import DockerDaemon
-
-    daemon = DockerDaemon.open()
-    try:
-        ids = set()
-        for container in list_containers(run_id=RUN_ID):
-            try:
-                labels = daemon.api.inspect_container(container)["Config"]["Labels"] or {}
-            except docker.errors.NotFound:  # a trial's, removed meanwhile
-                continue
-            if LABEL_TASK in labels:
-                ids.add(labels[LABEL_TASK])
-        return ids
-    finally:
-        daemon.close()
+def _there(task_id: str) -> bool:
+    """Whether a container of this process's run holds the sandbox of ``task_id``."""
+    return bool(list_containers(run_id=RUN_ID, labels={LABEL_TASK: task_id}))
 
 
 def _tasks() -> list[Task]:
@@ -159,7 +144,7 @@ async def test_a_sandbox_that_waited_too_long_is_closed_and_the_trial_starts_its
     await asyncio.sleep(0.01)
     assert await ahead.take(Clock(), teardowns) is None
     await teardowns.wait()
-    assert await asyncio.to_thread(_task_ids) == set()
+    assert await asyncio.to_thread(list_containers, run_id=RUN_ID) == []
 
 
 @needs_docker
@@ -172,7 +157,7 @@ async def test_what_no_trial_took_is_closed_when_the_run_ends_also_mid_start() -
     await asyncio.sleep(0.05)  # one may be done, the other still under way
     await starts.aclose()
     assert starts.waiting == 0
-    assert await asyncio.to_thread(_task_ids) == set()
+    assert await asyncio.to_thread(list_containers, run_id=RUN_ID) == []
 
 
 async def test_a_task_with_services_is_not_started_ahead() -> None:

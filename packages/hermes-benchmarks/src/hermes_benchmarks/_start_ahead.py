@@ -123,7 +123,6 @@ class StartsAhead:
             0 turns this off).
         order: the run's trials, (task, trial number), in the order they start.
         run_id: the run's id, as the trials are given it.
-        teardowns: where a sandbox that waited too long is closed.
         max_wait: seconds a sandbox started ahead may wait for its trial.
     """
 
@@ -133,14 +132,12 @@ class StartsAhead:
         order: Sequence[tuple[Task, int]],
         *,
         run_id: str,
-        teardowns: Teardowns | None = None,
         max_wait: float = MAX_WAIT,
     ) -> None:
         self._settings = settings
         self._max_wait = max_wait
         self._order = list(order)
         self._run_id = run_id
-        self._teardowns = teardowns
         self._ahead = settings.sandboxes_ahead
         self._made: dict[int, StartedAhead] = {}
         self._begun: set[int] = set()
@@ -152,9 +149,7 @@ class StartsAhead:
         self._begun.add(index)
         mine = self._made.get(index)
         self._next = max(self._next, index + 1)
-        waiting = sum(1 for made in self._made.values() if not made.taken)
-        if mine is not None:
-            waiting -= 1  # the caller takes it now
+        waiting = self.waiting - (mine is not None)  # the caller takes its own now
         while waiting < self._ahead and self._next < len(self._order):
             ahead = self._next
             self._next += 1

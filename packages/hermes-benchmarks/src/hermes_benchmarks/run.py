@@ -403,7 +403,7 @@ async def run_benchmark(
         if not log.is_finished(task.name, trial)
     ]
     # the next trials' sandboxes started while the trials before them run
-    starts = StartsAhead(settings, order, run_id=RUN_ID, teardowns=teardowns)
+    starts = StartsAhead(settings, order, run_id=RUN_ID)
 
     async def trial_job(index: int) -> TrialResult:
         task, trial = order[index]
