@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hermes_benchmarks._errors import ArtifactsError
 from hermes_benchmarks._task import ArtifactSpec, Task
-from hermes_sandbox import Sandbox
+from hermes_sandbox import Sandbox, SandboxError
 
 __all__ = [
     "FILES_DIR",
@@ -132,7 +132,9 @@ async def collect_artifacts(task: Task, sandbox: Sandbox, folder: Path) -> Artif
     out of it (absolute, or through ``..``) is recorded as missing and not kept.
 
     Raises:
-        SandboxError: the sandbox failed while the artifacts were copied.
+        SandboxError: the sandbox failed while the artifacts were copied (also when the
+            command that looks for the declared ones did not end well: its shell killed
+            by a container stopping, say, is not a missing artifact).
         OSError: the host folder could not be written.
     """
     files = folder / FILES_DIR
@@ -151,6 +153,15 @@ async def collect_artifacts(task: Task, sandbox: Sandbox, folder: Path) -> Artif
     if specs:
         probe = await sandbox.exec(_probe_script(specs), timeout=PROBE_TIMEOUT, session=False)
         kinds = probe.output.split("\n")
+        if probe.exit_code != 0 or probe.timed_out or len(kinds) <= len(specs):
+            # The probe prints a line per artifact and ends with status 0: anything else
+            # is the sandbox failing (its shell killed as the container stops, say), not
+            # artifacts that are missing.
+            raise SandboxError(
+                f"could not look for the artifacts in sandbox {sandbox.task_id}: the probe "
+                f"ended with status {probe.exit_code}"
+                f"{' (timed out)' if probe.timed_out else ''}: {probe.output.strip()[-200:]!r}"
+            )
         for index, spec in enumerate(specs):
             found = kinds[index].split() if index < len(kinds) else []
             kept.append(await _copy_out(sandbox, spec, found, files))
