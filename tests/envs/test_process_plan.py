@@ -12,6 +12,7 @@ import pytest
 
 from hermes_envs import HermesAgentBaseEnv, TerminalTestEnv, terminal_test_oracle
 from hermes_envs._reference import GroupPath
+from hermes_envs._rollout import RolloutOutcome
 from hermes_envs.process_plan import FAST_PATH_HOOKS, ProcessPlan
 from hermes_envs.scoring._tokens import TokenizedRollout
 from hermes_loop import AgentResult, ToolSet
@@ -70,6 +71,14 @@ class _LongerTokens(TerminalTestEnv):
         return dataclasses.replace(made, tokens=[*made.tokens, 7], masks=[*made.masks, 7])
 
 
+class _OwnRollouts(TerminalTestEnv):
+    async def run_rollouts(
+        self, item: Any, count: int, *, tools: ToolSet | None = None
+    ) -> list[RolloutOutcome]:
+        outcomes = await super().run_rollouts(item, count, tools=tools)
+        return [dataclasses.replace(o, score=(o.score or 0.0) / 4) for o in outcomes]
+
+
 class _Tagged(TerminalTestEnv):
     async def write_group(self, group: Any, item: Any) -> bool:
         group["group_overrides"] = {"tagged": item["id"]}
@@ -96,5 +105,40 @@ async def test_an_overridden_hook_is_called_on_the_path_process_takes(tmp_path: 
     assert sorted(len(t) for g in longer for t in g["tokens"]) == sorted(
         len(t) + 1 for g in plain for t in g["tokens"]
     )
+    own = await _groups(tmp_path, _OwnRollouts)
+    assert [group["scores"] for group in own] == [[0.25, 0.25]] * 2
     tagged = await _groups(tmp_path, _Tagged)
     assert all(set(group["group_overrides"]) == {"tagged"} for group in tagged)
+
+
+class _Ordered(TerminalTestEnv):
+    """Notes when each group's opening messages are made and when its rollouts end."""
+
+    events: list[tuple[str, str]]
+
+    def build_messages(self, item: Any) -> list[dict[str, Any]]:
+        self.events.append(("messages", item["id"]))
+        return super().build_messages(item)
+
+    async def compute_reward(self, item: Any, result: AgentResult, ctx: Any) -> float:
+        self.events.append(("reward", item["id"]))
+        return await super().compute_reward(item, result, ctx)
+
+
+async def test_a_group_makes_its_messages_before_it_waits_for_a_slot(tmp_path: Path) -> None:
+    # One group at a time: the second group's messages (and agent loop) are made while
+    # the first one's rollouts run, not between the two groups; each group's once.
+    out = tmp_path / "ordered.jsonl"
+    config = process_config(out, write_viewer_html=False, max_num_workers_per_node=1, group_size=1)
+    async with ModelServer(Policy(terminal_test_oracle)) as model:
+        env = _Ordered(config, [server(model.base_url)])
+        env.events = []
+        env.n_groups_to_process = 3
+        await env.process_manager()
+    kinds = [kind for kind, _ in env.events]
+    assert kinds[:3] == ["messages", "messages", "reward"], env.events
+    assert kinds.count("messages") == kinds.count("reward") == 3
+    first, second = env.events[0][1], env.events[1][1]
+    assert first != second
+    assert ("reward", first) in env.events[:3]
+    assert len(out.read_text().splitlines()) == 3

@@ -33,7 +33,7 @@ import contextlib
 import functools
 import logging
 from abc import abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar
 
@@ -253,6 +253,14 @@ class HermesAgentBaseEnv(HermesAgentEvalEnv[ItemT]):
                 model request timeout.
             asyncio.CancelledError: when cancelled (every rollout's sandbox is released).
         """
+        return await self._prepared_rollouts(item, tools)(count)
+
+    def _prepared_rollouts(
+        self, item: ItemT, tools: ToolSet | None = None
+    ) -> Callable[[int], Coroutine[Any, Any, list[RolloutOutcome]]]:
+        """``run_rollouts`` of ``item`` with ``tools``, as a function of the count: the
+        opening messages and the agent loop are made here, so that ``process`` makes them
+        before its group waits for a slot and not between one group and the next."""
         if tools is None:
             tools = self.resolve_tools(item)
         messages = self.build_messages(item)
@@ -298,10 +306,13 @@ class HermesAgentBaseEnv(HermesAgentEvalEnv[ItemT]):
             assert outcome is not None
             return outcome
 
-        async with loop:
-            if count == 1:
-                return [await one()]  # no task of its own: one rollout runs in ours
-            return list(await asyncio.gather(*(one() for _ in range(count))))
+        async def run(count: int) -> list[RolloutOutcome]:
+            async with loop:
+                if count == 1:
+                    return [await one()]  # no task of its own: one rollout runs in ours
+                return list(await asyncio.gather(*(one() for _ in range(count))))
+
+        return run
 
     def _count_timeout(self, outcome: RolloutOutcome) -> None:
         """Count a rollout that ended on a model request timeout.
@@ -611,8 +622,15 @@ class HermesAgentBaseEnv(HermesAgentEvalEnv[ItemT]):
                 async with slots:
                     return Scored(*await self.collect_trajectories(item))
         tools = self.resolve_tools(item)
+        if plan.allows("prepared_rollouts"):
+            run = self._prepared_rollouts(item, tools)
+        else:
+            run = functools.partial(self.run_rollouts, item, tools=tools)
         async with slots:
-            outcomes = await self.run_rollouts(item, self.config.group_size, tools=tools)
+            outcomes = await run(self.config.group_size)
+        # The group waiting for the slot starts its rollouts first: this group's scoring
+        # (its request to the token worker) then runs while they wait on the model.
+        await asyncio.sleep(0)
         if not plan.allows("inline_scoring"):
             return Scored(*await self.score_group(item, outcomes))
         return await self._score(item, outcomes, tools, file=self._line_file())

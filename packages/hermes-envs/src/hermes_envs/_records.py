@@ -68,6 +68,8 @@ RECORD_CAP: Final = 1_000_000
 #: can run at once (``process`` runs twice ``max_num_workers_per_node``): the oldest are
 #: dropped beyond it (e.g. in ``serve``, which writes no records).
 _HELD_PER_WORKER: Final = 4
+#: Tries ``attempt`` takes before it files them by item (``_take`` files them first).
+_UNSORTED_AT_MOST: Final = 256
 #: Characters of one string of a record before the cap tightens it.
 _STRING_CAP: Final = 100_000
 
@@ -130,8 +132,11 @@ def capped(record: dict[str, Any], cap: int = RECORD_CAP) -> dict[str, Any]:
     return made
 
 
-def outcome_record(outcome: RolloutOutcome) -> dict[str, Any]:
-    """The record of one rollout (not yet redacted nor capped)."""
+def outcome_record(
+    outcome: RolloutOutcome, wire: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """The record of one rollout (not yet redacted nor capped); ``wire``: its messages
+    as ``wire_messages`` gives them, when already made."""
     result = outcome.result
     record: dict[str, Any] = {"task_id": outcome.task_id}
     if outcome.failure is not None:
@@ -167,7 +172,7 @@ def outcome_record(outcome: RolloutOutcome) -> dict[str, Any]:
         stop_reason=result.stop_reason,
         turns_used=result.turns_used,
         finished_naturally=result.finished_naturally,
-        messages=wire_messages(result.messages),
+        messages=wire_messages(result.messages) if wire is None else wire,
         reasoning=list(result.reasoning_per_turn),
         tool_errors=[
             {"turn": e.turn, "tool": e.tool_name, "kind": e.kind, "error": e.error}
@@ -319,7 +324,7 @@ def rows_with_tokens(
         at = next((n for n, outcome in enumerate(free) if wires[id(outcome)] == wanted), None)
         if at is None:
             return None
-        record = outcome_record(free.pop(at))
+        record = outcome_record(free.pop(at), wanted)
         record["score"] = row.score
         text = json.dumps(record, ensure_ascii=False, default=str)
         texts.append(f'{text[:-1]}, "tokens": {tokens}}}')
@@ -349,6 +354,7 @@ class RolloutRecords:
     def __init__(self, env: RecordedEnv) -> None:
         self._env = env
         self._held: OrderedDict[str, list[RolloutOutcome]] = OrderedDict()
+        self._unsorted: list[tuple[Any, RolloutOutcome]] = []  # tries not yet in _held
         self._groups_path: Path | None = None
         self._records_target = Path()  # records_path(_groups_path), once that is set
         self._group_reader: BinaryIO | None = None  # the group file, to count its lines
@@ -377,18 +383,30 @@ class RolloutRecords:
 
     def attempt(self, item: Any, outcome: RolloutOutcome) -> None:
         """Hold ``outcome`` (one try of a rollout of ``item``) until its group or item is
-        recorded."""
-        if not self._keeping:
-            return
-        seed = item_seed(item)
-        self._held.setdefault(seed, []).append(outcome)
-        self._held.move_to_end(seed)
+        recorded. Cheap: the item's seed is computed when the held tries are next
+        sorted (``_take``), not between one rollout and the next."""
+        if self._keeping:
+            self._unsorted.append((item, outcome))
+            if len(self._unsorted) >= _UNSORTED_AT_MOST:
+                self._sort_held()
+
+    def _sort_held(self) -> None:
+        """File the tries ``attempt`` took by their item's seed, dropping the oldest items
+        beyond what can run at once."""
         config = self._env.config
         limit = _HELD_PER_WORKER * max(config.max_num_workers_per_node, config.max_eval_workers, 1)
-        while len(self._held) > limit:
-            self._held.popitem(last=False)
+        held = self._held
+        for item, outcome in self._unsorted:
+            seed = item_seed(item)
+            held.setdefault(seed, []).append(outcome)
+            held.move_to_end(seed)
+            while len(held) > limit:
+                held.popitem(last=False)
+        self._unsorted.clear()
 
     def _take(self, item: Any) -> list[RolloutOutcome]:
+        if self._unsorted:
+            self._sort_held()
         return self._held.pop(item_seed(item), [])
 
     async def group_written(
@@ -600,7 +618,8 @@ class RolloutRecords:
         kept = []
         for made in texts:
             text = redact(made)
-            if len(text) > RECORD_CAP or len(text.encode()) > RECORD_CAP:
+            # (At most 4 bytes a character: a short text needs no encoding to know.)
+            if len(text) > RECORD_CAP // 4 and len(text.encode()) > RECORD_CAP:
                 text = json.dumps(capped(json.loads(text)), ensure_ascii=False)
             kept.append(text)
         start = redact(json.dumps(head, ensure_ascii=False, default=str))

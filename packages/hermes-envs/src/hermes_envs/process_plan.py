@@ -1,7 +1,7 @@
 """``ProcessPlan``: which of ``process``'s fast paths an environment class takes, decided
 in one place from the hooks it overrides.
 
-``process`` has three shortcuts past the environment's hooks, each taken only when the
+``process`` has four shortcuts past the environment's hooks, each taken only when the
 hooks it stands in for are the base class's own (an override is always called):
 
 ========================  ==============================================================
@@ -17,6 +17,10 @@ fast path                 stands in for (overriding any of them turns it off)
                           the tokenizer thread; off, each hook is called in turn.
 ``token_worker``          the three above and ``tokenize_rollout``: Phase 1 lines may be
                           made in a separate process (``hermes_envs.scoring.worker``).
+``prepared_rollouts``     ``run_rollouts``: a group's opening messages and agent loop are
+                          made before it waits for a slot (``build_messages`` and
+                          ``agent_loop`` are still called, once per group); off, the
+                          environment's ``run_rollouts`` is called in the slot.
 ========================  ==============================================================
 
 ``lines_with_tokens`` and ``token_worker`` also depend on the run (wandb off, the group
@@ -39,6 +43,7 @@ FAST_PATH_HOOKS: dict[str, tuple[str, ...]] = {
     "inline_scoring": ("score_group",),
     "lines_with_tokens": ("score_group", "postprocess_histories", "write_group"),
     "token_worker": ("score_group", "postprocess_histories", "write_group", "tokenize_rollout"),
+    "prepared_rollouts": ("run_rollouts",),
 }
 
 
