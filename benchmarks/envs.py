@@ -417,7 +417,10 @@ def main() -> int:
     # A full run: 512 rollouts per measurement (about 6 s at 1 at once), so that what a
     # process run pays once (its token worker starting beside the first rollouts, about
     # 0.3 s of CPU) weighs as in a run of some length, not most of a 3 s one.
-    rounds, scale = (3, 64) if args.quick else (7, 512)
+    # 11 pairs: on this shared machine single pairs range over about +-0.15 around their
+    # median, whose spread from run to run shrinks as one over the root of the pairs
+    # (0.8 times that of 7 pairs).
+    rounds, scale = (3, 64) if args.quick else (11, 512)
     window = 5.0 if args.quick else 8.0
     served: list[dict[str, float]] = []
     load_at_start = os.getloadavg()  # the machine is shared: its load goes beside the figures

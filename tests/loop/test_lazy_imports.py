@@ -54,3 +54,22 @@ def test_dir_lists_the_lazy_names_before_they_are_imported() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "False", "True"]
+
+
+def test_the_parsers_load_when_a_chat_template_writes_a_tool_call() -> None:
+    # The token worker renders a tokenizer's own template only: importing the templates
+    # (and the worker) must not load every parser format; writing a call loads them.
+    probe = (
+        "import sys, hermes_loop.templates, hermes_envs.scoring.worker\n"
+        "print('hermes_parsers' in sys.modules)\n"
+        "from hermes_loop.templates import render_prompt\n"
+        "call = {'type': 'function', 'function': {'name': 'f', 'arguments': '{}'}}\n"
+        "said = [{'role': 'assistant', 'content': '', 'tool_calls': [call]}]\n"
+        "print('<tool_call>' in render_prompt(said, parser='hermes'))\n"
+        "print('hermes_parsers' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True", "True"]

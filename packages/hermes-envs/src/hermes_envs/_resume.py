@@ -121,6 +121,9 @@ class GroupLog:
 
     def skip(self, item: Any) -> bool:
         """Whether ``item`` was already written (one written occurrence is used up)."""
+        if not self.to_skip:  # a fresh file: nothing to skip, no seed to make
+            self._skipped_in_a_row = 0
+            return False
         seed = item_seed(item)
         if self.to_skip[seed] > 0:
             self.to_skip[seed] -= 1

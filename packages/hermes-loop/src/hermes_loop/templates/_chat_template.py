@@ -72,9 +72,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Hashable, Mapping, MutableMapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hermes_parsers import ToolCallParser, get_parser
+if TYPE_CHECKING:
+    from hermes_parsers import ToolCallParser
 
 __all__ = [
     "CHATML_JINJA_TEMPLATE",
@@ -103,7 +104,13 @@ _TOOLS_TAIL = (
 
 
 def _parser(parser: str | ToolCallParser) -> ToolCallParser:
-    return get_parser(parser) if isinstance(parser, str) else parser
+    if not isinstance(parser, str):
+        return parser
+    # Imported on first use: whoever only renders a tokenizer's own template (the token
+    # worker) does not load every parser format (about 30 ms of start-up).
+    from hermes_parsers import get_parser
+
+    return get_parser(parser)
 
 
 def _text(content: Any, where: str) -> str:
