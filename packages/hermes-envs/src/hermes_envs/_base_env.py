@@ -260,7 +260,8 @@ class HermesAgentBaseEnv(HermesAgentEvalEnv[ItemT]):
     ) -> Callable[[int], Coroutine[Any, Any, list[RolloutOutcome]]]:
         """``run_rollouts`` of ``item`` with ``tools``, as a function of the count: the
         opening messages and the agent loop are made here, so that ``process`` makes them
-        before its group waits for a slot and not between one group and the next."""
+        before its group waits for a slot and not between one group and the next. The
+        function raises as ``run_rollouts`` does."""
         if tools is None:
             tools = self.resolve_tools(item)
         messages = self.build_messages(item)
