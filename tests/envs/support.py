@@ -16,6 +16,7 @@ from atroposlib.envs.server_handling.server_manager import APIServerConfig
 
 from hermes_envs import HermesAgentEnvConfig, TerminalTestEnv
 from hermes_envs.envs.terminal_test import shipped_tokenizer_dir
+from hermes_envs.scoring._token_worker import TokenWorker
 
 TOKENIZER = shipped_tokenizer_dir()
 
@@ -94,3 +95,22 @@ async def kill_9_half_way(argv: Sequence[str], *, cwd: Path, out: Path) -> int:
     os.kill(child.pid, signal.SIGKILL)
     await child.wait()
     return child.pid
+
+
+async def until_ready(worker: TokenWorker, seconds: float = 60.0) -> None:
+    """Wait until ``worker`` is ready or gone, at most ``seconds``."""
+    for _ in range(round(seconds / 0.05)):
+        if worker.ready or worker.gone:
+            return
+        await asyncio.sleep(0.05)
+
+
+class WorkerFirst(TerminalTestEnv):
+    """A ``TerminalTestEnv`` whose first item waits for its token worker to be ready (the
+    worker starts after setup), so that every group's line is made there."""
+
+    async def get_next_item(self) -> dict[str, str]:
+        worker = self.token_worker
+        if self.next_index == 0 and worker is not None:
+            await until_ready(worker)
+        return await super().get_next_item()

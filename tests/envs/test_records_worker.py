@@ -4,7 +4,6 @@ text as the records made from the line (``hermes_envs._records.group_records``).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
@@ -14,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from hermes_envs import TerminalTestEnv, terminal_test_oracle
+from hermes_envs import terminal_test_oracle
 from hermes_envs._agent_run import InfraFailure
 from hermes_envs._group_file import LineEncoder
 from hermes_envs._record_files import records_path
@@ -30,7 +29,7 @@ from hermes_envs.scoring._tokens import TokenizedRollout
 from hermes_loop import AgentResult, TurnRecord
 from hermes_loop.server import ModelServer, Policy
 
-from .support import process_config, server
+from .support import WorkerFirst, process_config, server
 
 
 def decode(ids: Any) -> list[str]:
@@ -134,22 +133,12 @@ async def test_process_records_from_the_worker_equal_those_from_the_thread(
 ) -> None:
     caplog.set_level(logging.DEBUG, logger="hermes_envs")
 
-    class Waiting(TerminalTestEnv):
-        async def get_next_item(self) -> dict[str, str]:
-            worker = self.token_worker
-            if self.next_index == 0 and worker is not None:
-                for _ in range(1200):  # the worker starts after setup; let it get ready
-                    if worker.ready or worker.gone:
-                        break
-                    await asyncio.sleep(0.05)
-            return await super().get_next_item()
-
     made: dict[bool, list[dict[str, Any]]] = {}
     async with ModelServer(Policy(terminal_test_oracle)) as model:
         for worker in (True, False):
             out = tmp_path / f"worker-{worker}.jsonl"
             config = process_config(out, write_viewer_html=False, token_worker=worker)
-            env = Waiting(config, [server(model.base_url)])
+            env = WorkerFirst(config, [server(model.base_url)])
             env.n_groups_to_process = 8
             await env.process_manager()
             # The worker's token texts were checked against the line's and then used.
@@ -184,20 +173,10 @@ async def test_after_the_first_checked_group_records_are_appended_without_the_th
             handed.append(getattr(fn, "func", fn).__name__)
             return super().submit(fn, *args, **kwargs)
 
-    class Waiting(TerminalTestEnv):
-        async def get_next_item(self) -> dict[str, str]:
-            worker = self.token_worker
-            if self.next_index == 0 and worker is not None:
-                for _ in range(1200):  # the worker starts after setup; let it get ready
-                    if worker.ready or worker.gone:
-                        break
-                    await asyncio.sleep(0.05)
-            return await super().get_next_item()
-
     async with ModelServer(Policy(terminal_test_oracle)) as model:
         out = tmp_path / "groups.jsonl"
         config = process_config(out, write_viewer_html=False)
-        env = Waiting(config, [server(model.base_url)])
+        env = WorkerFirst(config, [server(model.base_url)])
         env.token_executor = Counting(max_workers=1)
         env.n_groups_to_process = 6
         await env.process_manager()

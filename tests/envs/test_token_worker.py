@@ -29,7 +29,7 @@ from hermes_loop.server import ModelServer, Policy
 from hermes_loop.templates._chat_template import CHATML_JINJA_TEMPLATE
 
 from .conversations import TOOLS, conversations
-from .support import TOKENIZER, process_config, server
+from .support import TOKENIZER, WorkerFirst, process_config, server, until_ready
 
 #: Without generation blocks (turns found by rendering apart), and a set picked by tools.
 PLAIN = (
@@ -104,10 +104,7 @@ def _own_record_tokens(hf: Any, line: str) -> list[str]:
 async def _started(setup: dict[str, Any]) -> TokenWorker:
     worker = TokenWorker(setup)
     await worker.start()
-    for _ in range(600):
-        if worker.ready or worker.gone:
-            break
-        await asyncio.sleep(0.05)
+    await until_ready(worker, 30.0)
     return worker
 
 
@@ -300,14 +297,8 @@ async def _process(
     out = tmp_path / "groups.jsonl"
     config = process_config(out, write_viewer_html=False, **overrides)
 
-    class Killing(TerminalTestEnv):
+    class Killing(WorkerFirst):
         async def get_next_item(self) -> dict[str, str]:
-            worker = self.token_worker
-            if self.next_index == 0 and worker is not None:
-                for _ in range(1200):  # the worker is started after setup; let it get ready
-                    if worker.ready or worker.gone:
-                        break
-                    await asyncio.sleep(0.05)
             if kill_after is not None and self.next_index == kill_after:
                 pids = _worker_pids()
                 assert pids, "the token worker is not running"

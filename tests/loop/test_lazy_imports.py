@@ -17,19 +17,20 @@ PROBE = (
 )
 
 
+def _printed(code: str) -> list[str]:
+    """The words ``code`` prints in a fresh interpreter (asserted to end with status 0)."""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
 @pytest.mark.parametrize(
     "module", ["hermes_loop", "hermes_loop.server.cli", "hermes_loop.endpoints"]
 )
 def test_openai_is_imported_only_when_an_endpoint_is_used(module: str) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE.format(module=module)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["False", "True"]
+    assert _printed(PROBE.format(module=module)) == ["False", "True"]
 
 
 def test_an_unknown_name_is_an_attribute_error() -> None:
@@ -49,11 +50,7 @@ def test_dir_lists_the_lazy_names_before_they_are_imported() -> None:
         "e.OpenAIChatServer\n"
         "print('OpenAIChatServer' in vars(e))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["True", "False", "True"]
+    assert _printed(probe) == ["True", "False", "True"]
 
 
 def test_the_parsers_load_when_a_chat_template_writes_a_tool_call() -> None:
@@ -68,8 +65,4 @@ def test_the_parsers_load_when_a_chat_template_writes_a_tool_call() -> None:
         "print('<tool_call>' in render_prompt(said, parser='hermes'))\n"
         "print('hermes_parsers' in sys.modules)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["False", "True", "True"]
+    assert _printed(probe) == ["False", "True", "True"]

@@ -16,6 +16,7 @@ from hermes_parsers import (
     get_parser,
 )
 from hermes_parsers.formats.deepseek import DeepSeekV3Parser, DeepSeekV31Parser, _DeepSeekParser
+from tests.parsers.quick_readings import quick_readings
 from tests.parsers.steps import assert_linear
 from tests.parsers.streams import check_stream
 
@@ -405,18 +406,8 @@ def test_v31_quick_reading_of_whole_sections(case: str) -> None:
     of the calls) against the general path, in lenient and strict mode; the template's
     chained calls are read quickly, as the base class's reading reads them."""
     text, inlined = _V31_SECTIONS[case]
-    for strict in (False, True):
-        parser = get_parser("deepseek_v3_1", strict=strict)
-        quick = parser._parse_quick(text)
-        try:
-            general = parser._parse_markup(text)
-        except ParseError:
-            assert quick is None
-            continue
-        assert quick is None or quick == general
-        assert parser.parse(text) == general
+    quick = quick_readings("deepseek_v3_1", text)[False]
     if inlined:
-        quick = get_parser("deepseek_v3_1")._parse_quick(text)
         assert quick is not None
         assert _DeepSeekParser._parse_quick(DeepSeekV31Parser(), text) == quick
 
@@ -431,18 +422,8 @@ def test_v31_quick_reading_gives_the_general_answer(case: str) -> None:
         f"<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>{second}<｜tool▁sep｜>{second_args}"
         "<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
     )
-    for strict in (False, True):
-        parser = get_parser("deepseek_v3_1", strict=strict)
-        quick = parser._parse_quick(text)
-        try:
-            general = parser._parse_markup(text)
-        except ParseError:  # strict mode, a malformed call: no quick reading
-            assert quick is None
-            continue
-        assert quick is None or quick == general
-        assert parser.parse(text) == general
+    quick = quick_readings("deepseek_v3_1", text)[False]
     if case == "identifier names, ASCII JSON":
-        quick = get_parser("deepseek_v3_1")._parse_quick(text)
         assert quick is not None
         assert [(c.function.name, json.loads(c.function.arguments)) for c in quick[1] or []] == [
             ("f", {"a": 1}),

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 import hermes_parsers
 from hermes_parsers import ContentDelta, ParseError, ToolCall, ToolCallEvent, get_parser
 from hermes_parsers.formats.llama import _LlamaScanner
+from tests.parsers.quick_readings import quick_readings
 from tests.parsers.steps import assert_linear
 from tests.parsers.streams import check_stream, chunkings
 
@@ -471,16 +472,7 @@ def test_quick_reading_gives_the_general_answer(name: str, case: str) -> None:
     """The quick reading against the scanner, in lenient and strict mode: the same
     result wherever it gives one, and it reads the templates' calls itself."""
     text = _QUICK_READ.get(case) or _QUICK_LEFT[case]
-    for strict in (False, True):
-        parser = get_parser(name, strict=strict)
-        quick = parser._parse_quick(text)
-        try:
-            general = parser._parse_markup(text)
-        except ParseError:
-            assert quick is None
-            continue
-        assert quick is None or quick == general
-        assert parser.parse(text) == general
+    for strict, quick in quick_readings(name, text).items():
         if case in _QUICK_READ:
             assert quick is not None
             assert quick.tool_calls

@@ -261,15 +261,20 @@ def _offset_after(path: Path, lines: int) -> int:
     return at
 
 
+def _count_from(file: BinaryIO, start: int) -> tuple[int, int]:
+    """``(newlines, end)``: the newlines of ``file`` from byte ``start`` to its end."""
+    count = 0
+    file.seek(start)
+    while chunk := file.read(1 << 20):
+        count += chunk.count(b"\n")
+        start += len(chunk)
+    return count, start
+
+
 def _count_lines(path: Path, start: int) -> tuple[int, int]:
     """``(newlines, end)``: the newlines of ``path`` from byte ``start`` to its end."""
-    count = 0
     with path.open("rb") as file:
-        file.seek(start)
-        while chunk := file.read(1 << 20):
-            count += chunk.count(b"\n")
-            start += len(chunk)
-    return count, start
+        return _count_from(file, start)
 
 
 def _texts(records: Iterable[dict[str, Any]]) -> list[str]:
@@ -511,11 +516,7 @@ class RolloutRecords:
         reader = self._group_reader
         if reader is None:
             reader = self._group_reader = path.open("rb")
-        reader.seek(self._counted)
-        more = 0
-        while chunk := reader.read(1 << 20):
-            more += chunk.count(b"\n")
-            self._counted += len(chunk)
+        more, self._counted = _count_from(reader, self._counted)
         self._lines += more
         return more > 0
 

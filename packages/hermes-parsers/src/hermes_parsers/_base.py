@@ -156,7 +156,10 @@ class ToolCallParser(ABC):
 
     def _parse_markup(self, text: str) -> ParseResult:
         """``parse`` without the shortcut for text that holds none of ``openers``."""
-        scanner = self._whole_text_scanner()
+        return self._parse_with(self._whole_text_scanner(), text)
+
+    def _parse_with(self, scanner: Scanner, text: str) -> ParseResult:
+        """The result of ``text`` read whole by ``scanner`` (a fresh one)."""
         assembler = Assembler(self.name, strict=self.strict)
         if type(scanner) is MarkerScanner:
             assembler.add(scanner.scan(text), events=False)

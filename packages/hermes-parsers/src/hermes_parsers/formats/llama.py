@@ -80,7 +80,6 @@ from hermes_parsers._arguments import (
     json_end,
     load_json,
 )
-from hermes_parsers._assembly import Assembler
 from hermes_parsers._base import ToolCallParser
 from hermes_parsers._errors import RenderError
 from hermes_parsers._quick import quick_calls_result, quick_named_call
@@ -732,10 +731,7 @@ class _LlamaJsonParser(ToolCallParser):
         scanner = _LlamaScanner(
             think_prefilled=self.think_prefilled, whole=True, refusal=(text, j, error)
         )
-        assembler = Assembler(self.name, strict=False)
-        assembler.add(scanner.feed(text), events=False)
-        assembler.add(scanner.finish(), events=False)
-        return assembler.result()
+        return self._parse_with(scanner, text)
 
     def _whole_text_scanner(self) -> Scanner:
         return _LlamaScanner(think_prefilled=self.think_prefilled, whole=not self.strict)
