@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hermes_envs._chunk_texts import packed
 from hermes_envs._group_file import GroupFile
 
 #: Ids as tokenizers and masks give them (-100 masked), and the odd huge one.
@@ -37,15 +38,19 @@ def test_lines_equal_json_for_groups_sharing_a_prefix(
     writer = GroupFile(tmp_path_factory.mktemp("g") / "groups.jsonl")
     for rows in tails:
         tokens = [prefix + row for row in rows]
+        masks = [[-100] * len(prefix) + row for row in rows]
         group = {
             "tokens": tokens,
-            "masks": [[-100] * len(prefix) + row for row in rows],
+            "masks": masks,
             "scores": [1.0] * len(rows),
             "messages": [[{"role": "user", "content": 'caf\u00e9 \u2028 "q"\n'}]],
             "group_overrides": {},
             "overrides": None,
         }
         assert writer.encode(group) == _atropos(group)
+        # The same line from rows the caller packed (the token worker packs them once).
+        rows_packed = {"tokens": [packed(r) for r in tokens], "masks": [packed(r) for r in masks]}
+        assert writer.encode(group, rows_packed) == _atropos(group)
     writer.close()
 
 
@@ -65,6 +70,11 @@ def test_lines_equal_json_for_groups_sharing_a_prefix(
 )
 def test_anything_else_is_written_by_json_itself(writer: GroupFile, group: Any) -> None:
     assert writer.encode(group) == _atropos(group)
+    if isinstance(group, dict) and isinstance(group.get("tokens"), list):
+        rows = group["tokens"]
+        rows_packed = [packed(row) if isinstance(row, list) else None for row in rows]
+        assert rows_packed == [None] * len(rows) or rows == [[1, 2]]
+        assert writer.encode(group, {"tokens": rows_packed}) == _atropos(group)
 
 
 def test_what_json_cannot_write_raises_type_error(writer: GroupFile) -> None:

@@ -15,6 +15,7 @@ import pytest
 
 from hermes_envs import terminal_test_oracle
 from hermes_envs._agent_run import InfraFailure
+from hermes_envs._chunk_texts import packed
 from hermes_envs._group_file import LineEncoder
 from hermes_envs._record_files import records_path
 from hermes_envs._records import group_records, rows_with_tokens
@@ -117,6 +118,8 @@ def test_remembered_stretches_write_the_same_token_texts() -> None:
         for score in (1.0, 0.25, float("nan")):
             expected = record_tokens_text(ids, masks, score, reference)
             assert made.text(ids, masks, score) == expected
+            # The same from ids the caller packed once (None: not 64-bit integers).
+            assert made.text(ids, masks, score, (packed(ids), packed(masks))) == expected
 
 
 def test_an_earlier_attempt_held_beside_the_rows_is_left_to_the_line() -> None:

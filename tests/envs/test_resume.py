@@ -134,3 +134,18 @@ async def test_resume_adds_to_a_finished_file_and_a_foreign_file_is_refused(
             config(**{**values, "data_path_to_save_groups": str(foreign)}),
             [server("http://127.0.0.1:9/v1")],
         )
+
+
+def test_item_seeds_are_made_once_per_item_and_equal_item_seed() -> None:
+    from hermes_envs._resume import ItemSeeds, item_seed
+
+    seeds = ItemSeeds(size=2)
+    first, twin = {"n": 1, "q": "é"}, {"n": 1, "q": "é"}
+    assert seeds(first) == item_seed(first) == seeds(twin)  # equal items, equal seeds
+    first["n"] = 2  # changed after its seed was made: its group keeps that seed
+    assert seeds(first) == item_seed(twin) != item_seed(first)
+    seeds({"other": 1})
+    seeds({"other": 2})  # the oldest two are forgotten: first's seed is made anew
+    assert seeds(first) == item_seed(first)
+    assert seeds(7) == item_seed(7)
+    assert seeds("7") == item_seed("7") != seeds(7)

@@ -394,3 +394,50 @@ def test_missing_jinja2_names_the_extra() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "hermes-loop[server]" in out.stdout
+
+
+# What a template reads of a message: keys, names that are dict methods or dunders (the
+# sandbox answers those as attributes, or refuses them), missing names.
+_PROBE_NAMES = ["role", "content", "items", "keys", "get", "__class__", "__init__", "mro", "x"]
+_PROBE = (
+    "".join(
+        f"{{% if m.{name} is defined %}}[{name}:{{{{ m.{name} is callable }}}}"
+        f"{{% if m.{name} is string %}}={{{{ m.{name} }}}}{{% endif %}}]{{% endif %}}"
+        for name in _PROBE_NAMES
+    )
+    + "{% for k, v in m.items() %}({{ k }}={{ v }}){% endfor %}{{ m.get('role', '-') }}"
+)
+
+
+class _Message(dict[str, Any]):
+    """A dict subclass: the short road to a plain dict's keys does not apply to it."""
+
+    @property
+    def role(self) -> str:
+        return "from-property"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(st.sampled_from(_PROBE_NAMES), st.text(max_size=3), max_size=6),
+    st.booleans(),
+)
+def test_a_dict_reads_in_the_template_as_in_jinjas_own_sandbox(
+    message: dict[str, Any], subclass: bool
+) -> None:
+    from jinja2 import sandbox
+
+    ours = JinjaChatTemplate(_PROBE)
+    jinja = sandbox.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    given_message = _Message(message) if subclass else message
+    expected = jinja.from_string(_PROBE).render(m=given_message)
+    assert ours._template.render(m=given_message) == expected
+
+
+def test_an_unsafe_attribute_stays_refused_by_the_sandbox() -> None:
+    from jinja2.exceptions import SecurityError
+
+    reads_mro = JinjaChatTemplate("{{ m.__class__.__mro__ }}")
+    with pytest.raises((ChatTemplateError, SecurityError)):
+        reads_mro([], m={"role": "user"})
+    assert JinjaChatTemplate("{{ m.role }}|{{ m.nothing }}")([], m={"role": "user"}) == "user|"

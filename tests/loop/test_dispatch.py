@@ -257,3 +257,32 @@ async def test_a_call_that_never_got_a_thread_is_not_the_models_error() -> None:
     finally:
         release.set()
         pool.shutdown(wait=True)
+
+
+async def test_a_tools_own_check_serves_every_runner_and_other_tools_get_one(
+    executor: ThreadPoolExecutor,
+) -> None:
+    from hermes_loop._tools import ToolCheck, tool_check
+
+    from .test_toolsets import OwnTool
+
+    async def echo(arguments: dict[str, Any], invocation: ToolInvocation) -> str:
+        return str(arguments["n"])
+
+    tool = Tool("echo", "Echo n.", SCHEMA, echo)
+    assert tool_check(tool) is tool_check(tool)  # made once, with the tool
+    plain = OwnTool("plain", SCHEMA)  # a ToolLike that is no Tool
+    made = tool_check(plain)
+    assert isinstance(made, ToolCheck)
+    assert made is not tool_check(plain)
+    # Runners made per rollout (as an environment makes a loop per group) check the
+    # arguments alike with the tool's own check.
+    for _ in range(2):
+        bad, good = await runner(executor, tool).run(
+            [call("echo", {"n": "x"}), call("echo", {"n": 3}, "c2")], turn=0, task_id="t"
+        )
+        assert bad.error is not None
+        assert bad.error.kind == "invalid_arguments"
+        assert "is not of type 'integer'" in bad.message["content"]
+        assert good.error is None
+        assert good.message["content"] == "3"

@@ -56,7 +56,7 @@ from hermes_envs._reference import (
     resolve_tools_for_group,
     run_scope,
 )
-from hermes_envs._resume import GroupLog, item_seed
+from hermes_envs._resume import GroupLog
 from hermes_envs._reward_errors import RewardErrors
 from hermes_envs._rollout import RolloutOutcome, run_rollout
 from hermes_envs._scheduler import GroupScheduler
@@ -126,7 +126,11 @@ class HermesAgentBaseEnv(HermesAgentEvalEnv[ItemT]):
             GroupFileExistsError: as the class says.
         """
         path = config.data_path_to_save_groups
-        self.group_log = GroupLog(path, resume=config.resume) if path is not None else None
+        self.group_log = (
+            GroupLog(path, resume=config.resume, seed_of=self.item_seeds)
+            if path is not None
+            else None
+        )
 
     def _close_outputs(self) -> None:
         """Close the group file, its record of items and the records' files (idempotent)."""
@@ -216,7 +220,10 @@ class HermesAgentBaseEnv(HermesAgentEvalEnv[ItemT]):
         """The tools of ``item``'s group: same item, same tools (seeded by the item)."""
         cfg = self.config
         return self.tool_registry.select(
-            cfg.enabled_toolsets, cfg.disabled_toolsets, cfg.distribution, seed=item_seed(item)
+            cfg.enabled_toolsets,
+            cfg.disabled_toolsets,
+            cfg.distribution,
+            seed=self.item_seeds(item),
         )
 
     def require_tokenizer(self, purpose: str) -> TransformersTokenizer:

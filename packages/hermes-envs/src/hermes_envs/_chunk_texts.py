@@ -9,12 +9,23 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Callable
 
-__all__ = ["CHUNK", "ChunkTexts"]
+__all__ = ["CHUNK", "ChunkTexts", "packed"]
 
 #: Integers per remembered stretch.
 CHUNK = 128
 #: Stretches remembered (the least recently used are forgotten first).
 _REMEMBERED = 4096
+
+
+def packed(values: list[int]) -> array[int] | None:
+    """``values`` as 64-bit integers (``array("q")``), or ``None`` when one is not an
+    integer or does not fit (a ``bool`` counts as 0/1). Packing a list costs about as much
+    as writing a stretch of it, so a caller that writes the same ids twice (a group line
+    and its records) packs them once."""
+    try:
+        return array("q", values)
+    except (TypeError, OverflowError):
+        return None
 
 
 class ChunkTexts:

@@ -37,6 +37,7 @@ from hermes_envs._preflight import (
     start_wandb,
 )
 from hermes_envs._redaction import Redactor, configured_secrets
+from hermes_envs._resume import ItemSeeds
 from hermes_envs._stats import ProgressReporter, RunStats
 from hermes_envs._tokenizer import shipped_tokenizer_dir
 from hermes_loop import AgentLoop, ChatServer, ToolSet
@@ -115,6 +116,8 @@ class HermesAgentEvalEnv(BaseEnv, Generic[ItemT]):  # type: ignore[misc]  # atro
                 "set --openai.server_type openai"
             )
         groups_path = config.data_path_to_save_groups
+        #: The seed of an item (``item_seed``), made once per item object.
+        self.item_seeds = ItemSeeds()
         self._open_outputs(config)
         # Atropos would open a group file of its own (or start ``<stem>_1.jsonl`` beside
         # an existing one): it never gets the path.

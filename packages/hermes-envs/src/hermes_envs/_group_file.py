@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import threading
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hermes_envs._chunk_texts import ChunkTexts
+from hermes_envs._chunk_texts import ChunkTexts, packed
 
 __all__ = ["GroupFile", "LineEncoder"]
 
@@ -32,8 +32,12 @@ class LineEncoder:
         self._chunks = ChunkTexts()
         self._lock = threading.Lock()
 
-    def encode(self, group: Any) -> str:
-        """The line of ``group`` (no newline).
+    def encode(
+        self, group: Any, packed_rows: Mapping[str, Sequence[array[int] | None]] | None = None
+    ) -> str:
+        """The line of ``group`` (no newline). ``packed_rows``: for ``tokens`` and
+        ``masks``, each row already packed (``hermes_envs._chunk_texts.packed`` of it),
+        when the caller has them.
 
         Raises:
             TypeError: if ``group`` holds something JSON cannot write.
@@ -45,22 +49,25 @@ class LineEncoder:
         for key, value in group.items():
             text = None
             if key in _ID_FIELDS:
+                rows = packed_rows.get(key) if packed_rows is not None else None
                 with self._lock:
-                    text = self._id_rows(value)
+                    text = self._id_rows(value, rows)
             fields.append(f"{encode(key)}: {encode(value) if text is None else text}")
         return "{" + ", ".join(fields) + "}"
 
-    def _id_rows(self, rows: Any) -> str | None:
-        """``rows`` (lists of integers) as JSON, or ``None`` when they are anything else."""
+    def _id_rows(self, rows: Any, packed_rows: Sequence[array[int] | None] | None) -> str | None:
+        """``rows`` (lists of integers) as JSON, or ``None`` when they are anything else;
+        ``packed_rows``: each row packed, when given."""
         if type(rows) is not list:
             return None
+        if packed_rows is not None and len(packed_rows) != len(rows):
+            packed_rows = None
         texts = []
-        for row in rows:
+        for at, row in enumerate(rows):
             if type(row) is not list:
                 return None
-            try:
-                ids = array("q", row)  # integers only (TypeError, OverflowError otherwise)
-            except (TypeError, OverflowError):
+            ids = packed(row) if packed_rows is None else packed_rows[at]
+            if ids is None:  # not all integers
                 return None
             texts.append("[" + ", ".join(self._chunk_texts(ids)) + "]")
         return "[" + ", ".join(texts) + "]"

@@ -39,7 +39,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any, BinaryIO, Final, Protocol, TextIO
@@ -48,7 +48,7 @@ from hermes_envs._env_config import HermesAgentEnvConfig
 from hermes_envs._files import write_whole
 from hermes_envs._record_files import EVAL_RECORDS, cut_strings, records_path
 from hermes_envs._redaction import Redactor
-from hermes_envs._resume import GroupLog, item_seed
+from hermes_envs._resume import GroupLog
 from hermes_envs._rollout import RolloutOutcome
 from hermes_envs.scoring._group import wire_messages
 from hermes_envs.scoring._record_tokens import Decoder, PieceDecoder, record_tokens
@@ -344,6 +344,7 @@ class RecordedEnv(Protocol):
     token_executor: Executor
     redactor: Redactor
     group_log: GroupLog | None
+    item_seeds: Callable[[Any], str]
 
 
 class RolloutRecords:
@@ -402,7 +403,7 @@ class RolloutRecords:
         limit = _HELD_PER_WORKER * max(config.max_num_workers_per_node, config.max_eval_workers, 1)
         held = self._held
         for item, outcome in self._unsorted:
-            seed = item_seed(item)
+            seed = self._env.item_seeds(item)
             held.setdefault(seed, []).append(outcome)
             held.move_to_end(seed)
             while len(held) > limit:
@@ -412,7 +413,7 @@ class RolloutRecords:
     def _take(self, item: Any) -> list[RolloutOutcome]:
         if self._unsorted:
             self._sort_held()
-        return self._held.pop(item_seed(item), [])
+        return self._held.pop(self._env.item_seeds(item), [])
 
     async def group_written(
         self,

@@ -21,12 +21,13 @@ import hashlib
 import json
 import logging
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from hermes_envs._errors import GroupFileExistsError
 
-__all__ = ["FINISHED", "GroupLog", "item_seed"]
+__all__ = ["FINISHED", "GroupLog", "ItemSeeds", "item_seed"]
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +39,35 @@ def item_seed(item: Any) -> str:
     """A stable seed for ``item`` (same item, same seed, across processes)."""
     text = json.dumps(item, sort_keys=True, default=repr)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class ItemSeeds:
+    """``item_seed`` of an item, made once per item object: a group's tools, its held
+    tries, its line's record in ``<path>.items`` all ask for the seed of the same item.
+
+    The last ``size`` items asked about are remembered (and kept alive: an item is known
+    by its identity). An item changed after its seed was made keeps that seed: the one
+    its group started with, which is also what ``GroupLog.skip`` makes of the same item
+    coming again from ``get_next_item``.
+
+    Args:
+        size: how many items to remember.
+    """
+
+    def __init__(self, size: int = 1024) -> None:
+        self._size = size
+        self._known: dict[int, tuple[Any, str]] = {}
+
+    def __call__(self, item: Any) -> str:
+        """The seed of ``item`` (``item_seed``)."""
+        known = self._known.get(id(item))
+        if known is not None and known[0] is item:
+            return known[1]
+        seed = item_seed(item)
+        self._known[id(item)] = (item, seed)
+        if len(self._known) > self._size:
+            del self._known[next(iter(self._known))]  # the oldest
+        return seed
 
 
 def _complete_lines(path: Path) -> tuple[int, int]:
@@ -64,14 +94,22 @@ class GroupLog:
         done: groups already in the file when the run started.
         to_skip: item seeds already written, with how many times.
 
+    Args:
+        path: the group file.
+        resume: continue a finished run too (to add groups up to a larger count).
+        seed_of: an item's seed (``item_seed``, or an ``ItemSeeds`` that remembers them).
+
     Raises:
         GroupFileExistsError: (a ``ValueError``) at construction, when the file holds a
             finished run and ``resume`` is false, or groups with no record of their items.
         OSError: if the files cannot be read or written.
     """
 
-    def __init__(self, path: str | Path, *, resume: bool) -> None:
+    def __init__(
+        self, path: str | Path, *, resume: bool, seed_of: Callable[[Any], str] = item_seed
+    ) -> None:
         self.path = Path(path)
+        self._seeds = seed_of
         self.items_path = self.path.with_name(self.path.name + ".items")
         self.done = 0
         self.to_skip: Counter[str] = Counter()
@@ -124,7 +162,7 @@ class GroupLog:
         if not self.to_skip:  # a fresh file: nothing to skip, no seed to make
             self._skipped_in_a_row = 0
             return False
-        seed = item_seed(item)
+        seed = self._seeds(item)
         if self.to_skip[seed] > 0:
             self.to_skip[seed] -= 1
             self._skipped_in_a_row += 1
@@ -140,7 +178,7 @@ class GroupLog:
 
     def record(self, item: Any) -> None:
         """Note that ``item``'s group line was just written (and flushed)."""
-        self._items.write(item_seed(item) + "\n")
+        self._items.write(self._seeds(item) + "\n")
         self._items.flush()
 
     def finish(self) -> None:

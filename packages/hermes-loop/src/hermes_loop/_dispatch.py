@@ -17,7 +17,7 @@ from hermes_loop._errors import HermesLoopError, ToolInfrastructureError
 from hermes_loop._handler_pool import HandlerThreadPool
 from hermes_loop._output import cap_output, to_text
 from hermes_loop._result import ToolError, ToolErrorKind
-from hermes_loop._tools import ToolCheck, ToolInvocation, ToolLike
+from hermes_loop._tools import ToolCheck, ToolInvocation, ToolLike, tool_check
 from hermes_loop._toolsets import ToolSet
 
 __all__ = ["ToolInfrastructureError", "ToolNotStartedError", "ToolOutcome", "ToolRunner"]
@@ -137,7 +137,7 @@ class ToolRunner:
             )
         check = self._checks.get(name)
         if check is None:
-            check = self._checks[name] = ToolCheck(tool)
+            check = self._checks[name] = tool_check(tool)
         problems = check.argument_errors(arguments)
         if problems:
             return failed(

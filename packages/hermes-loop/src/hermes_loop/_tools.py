@@ -21,7 +21,15 @@ from jsonschema.exceptions import SchemaError
 
 from hermes_loop._errors import ToolDefinitionError
 
-__all__ = ["Handler", "Tool", "ToolCheck", "ToolInvocation", "ToolLike", "check_tool"]
+__all__ = [
+    "Handler",
+    "Tool",
+    "ToolCheck",
+    "ToolInvocation",
+    "ToolLike",
+    "check_tool",
+    "tool_check",
+]
 
 _NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 
@@ -189,3 +197,11 @@ class Tool:
     def argument_errors(self, arguments: Any) -> list[str]:
         """Human-readable reasons ``arguments`` does not fit the schema (empty if it does)."""
         return self._check.argument_errors(arguments)
+
+
+def tool_check(tool: ToolLike) -> ToolCheck:
+    """The ``ToolCheck`` of ``tool``: a ``Tool``'s own, made once when it was built (a
+    loop made per rollout then builds no schema validator of its own), else a new one."""
+    if isinstance(tool, Tool):
+        return tool._check
+    return ToolCheck(tool)

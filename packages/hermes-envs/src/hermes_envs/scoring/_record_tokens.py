@@ -13,7 +13,7 @@ from array import array
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from hermes_envs._chunk_texts import ChunkTexts
+from hermes_envs._chunk_texts import ChunkTexts, packed
 
 __all__ = ["Decoder", "PieceDecoder", "RecordTokensText", "record_tokens", "record_tokens_text"]
 
@@ -89,17 +89,26 @@ class RecordTokensText:
         self._decode = PieceDecoder(decode_each)
         self._chunks = ChunkTexts()
 
-    def text(self, ids: list[int], masks: list[int], score: float) -> str:
+    def text(
+        self,
+        ids: list[int],
+        masks: list[int],
+        score: float,
+        packed_rows: tuple[array[int] | None, array[int] | None] | None = None,
+    ) -> str:
         """The same text as ``record_tokens_text(ids, masks, score, decoder)``.
+        ``packed_rows``: ``ids`` and ``masks`` packed (``hermes_envs._chunk_texts.packed``),
+        when the caller has them.
 
         Raises:
             Exception: whatever the decoder raises for an id it cannot decode.
         """
-        try:
-            packed, marks = array("q", ids), array("q", masks)
-        except (TypeError, OverflowError):  # not 64-bit integers: no stretches
+        if packed_rows is None:
+            packed_rows = packed(ids), packed(masks)
+        tokens, marks = packed_rows
+        if tokens is None or marks is None:  # not 64-bit integers: no stretches
             return record_tokens_text(ids, masks, score, self._decode)
-        pieces = self._stretches(packed, ids, self._piece_texts)
+        pieces = self._stretches(tokens, ids, self._piece_texts)
         trained = "".join(self._stretches(marks, masks, _trained))
         return (
             f'{{"pieces": [{", ".join(pieces)}], "trained": "{trained}", "count": {len(ids)}, '

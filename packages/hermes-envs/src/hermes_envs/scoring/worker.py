@@ -37,6 +37,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any, TextIO
 
+from hermes_envs._chunk_texts import packed
 from hermes_envs._group_file import LineEncoder
 from hermes_envs._tokenizer import ChatTemplateSpec, TemplateRenderer
 from hermes_envs.scoring._encoding import TextEncoder
@@ -163,14 +164,21 @@ class LineMaker:
         if reason is not None:
             header["skip"] = reason
             return header, "", []
-        line = self._lines.encode(group)
+        # Each row's ids packed once, for the line and the records' token texts.
+        rows = {name: [packed(row) for row in group[name]] for name in ("tokens", "masks")}
+        line = self._lines.encode(group, rows)
         made = self._record_tokens
         if made is None or not request.get("record_tokens"):
             return header, line, []
         texts = [
-            made.text(ids, masks, score)
-            for ids, masks, score in zip(
-                group["tokens"], group["masks"], group["scores"], strict=True
+            made.text(ids, masks, score, (tokens, marks))
+            for ids, masks, score, tokens, marks in zip(
+                group["tokens"],
+                group["masks"],
+                group["scores"],
+                rows["tokens"],
+                rows["masks"],
+                strict=True,
             )
         ]
         return header, line, texts

@@ -104,6 +104,35 @@ def _generation_extension(seen: list[bool]) -> type:
     return GenerationBlocks
 
 
+#: What a plain ``dict`` answers as an attribute (its methods and dunders): every other
+#: name, read as ``message.role``, can only be one of its keys.
+_DICT_ATTRIBUTES = frozenset(dir(dict))
+
+
+def _environment_class() -> type:
+    """``ImmutableSandboxedEnvironment`` with a shorter road to a plain dict's keys.
+
+    ``message.role`` on a ``dict`` first tries the attribute ``role``, fails (an
+    exception raised and caught) and then reads the key: a chat template does this
+    dozens of times per conversation. For a plain dict and a name that is not one of
+    ``dict``'s attributes the attribute cannot exist, so the key is read at once; the
+    answer is the same (the value, or undefined when the key is missing), and the
+    sandbox's checks (which apply only to attributes found) are not skipped.
+    """
+    from jinja2 import sandbox
+
+    class ChatEnvironment(sandbox.ImmutableSandboxedEnvironment):
+        def getattr(self, obj: Any, attribute: str) -> Any:
+            if type(obj) is dict and attribute not in _DICT_ATTRIBUTES:
+                try:
+                    return obj[attribute]
+                except KeyError:
+                    return self.undefined(obj=obj, name=attribute)
+            return super().getattr(obj, attribute)
+
+    return ChatEnvironment
+
+
 class JinjaChatTemplate:
     """A compiled Jinja chat template; calling it renders a conversation as prompt text.
 
@@ -124,7 +153,7 @@ class JinjaChatTemplate:
     ) -> None:
         try:
             import jinja2
-            from jinja2 import ext, sandbox
+            from jinja2 import ext
         except ImportError as exc:
             raise ChatTemplateUnavailableError(
                 "rendering the model's own chat template needs the 'jinja2' library; "
@@ -136,7 +165,7 @@ class JinjaChatTemplate:
             raise jinja2.TemplateError(message)
 
         seen: list[bool] = []
-        env = sandbox.ImmutableSandboxedEnvironment(
+        env = _environment_class()(
             trim_blocks=True,
             lstrip_blocks=True,
             extensions=[_generation_extension(seen), ext.loopcontrols],
