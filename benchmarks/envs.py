@@ -414,13 +414,15 @@ def main() -> int:
         "--no-serve", action="store_true", help="skip the serve throughput (1 and 2 processes)"
     )
     args = cli.parse_args()
-    # A full run: 512 rollouts per measurement (about 6 s at 1 at once), so that what a
-    # process run pays once (its token worker starting beside the first rollouts, about
-    # 0.3 s of CPU) weighs as in a run of some length, not most of a 3 s one.
-    # 11 pairs: on this shared machine single pairs range over about +-0.15 around their
-    # median, whose spread from run to run shrinks as one over the root of the pairs
-    # (0.8 times that of 7 pairs).
-    rounds, scale = (3, 64) if args.quick else (11, 512)
+    # A full run: 512 rollouts per measurement (about 4 s at 1 at once), so that what a
+    # process run pays once (its token worker starting beside the first rollouts: the
+    # first 32 rollouts take about 2.5 ms more each) weighs as in a run of some length.
+    # 21 pairs: on this shared machine the same run's wall time changes by up to 50% from
+    # one run to the next, single pairs range from about -0.15 to +0.3 around their
+    # median, and the median's spread from run to run shrinks as one over the root of the
+    # pairs: with 11, six runs of the same code gave 1.02 to 1.14 at one at once
+    # (2026-11-28); 21 pairs narrow that by a quarter, for about 2.5 minutes more.
+    rounds, scale = (3, 64) if args.quick else (21, 512)
     window = 5.0 if args.quick else 8.0
     served: list[dict[str, float]] = []
     load_at_start = os.getloadavg()  # the machine is shared: its load goes beside the figures
