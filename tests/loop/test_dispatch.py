@@ -264,7 +264,7 @@ async def test_a_tools_own_check_serves_every_runner_and_other_tools_get_one(
 ) -> None:
     from hermes_loop._tools import ToolCheck, tool_check
 
-    from .test_toolsets import OwnTool
+    from .tool_likes import OwnTool
 
     async def echo(arguments: dict[str, Any], invocation: ToolInvocation) -> str:
         return str(arguments["n"])

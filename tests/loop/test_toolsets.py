@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -16,6 +14,8 @@ from hermes_loop import (
     ToolSet,
     UnknownToolsetError,
 )
+
+from .tool_likes import OwnTool
 
 OBJ: dict[str, Any] = {"type": "object", "properties": {}}
 
@@ -105,22 +105,6 @@ def test_a_tool_is_filed_under_its_own_toolset_unless_told_otherwise() -> None:
     assert shell.schema()["function"]["name"] == "shell"  # the toolset is not in the schema
     with pytest.raises(ValueError, match="tool 'loose' names no toolset: pass add"):
         reg.add(make("loose"))
-
-
-@dataclass
-class OwnTool:
-    """A caller's own tool class: the ``ToolLike`` shape, no ``Tool`` behind it (mutable,
-    so a test can spoil it after a registry took it)."""
-
-    name: str
-    parameters: Mapping[str, Any]
-    description: str = ""
-    handler: Callable[[dict[str, Any], Any], str] = _noop
-    timeout: float | None = None
-    toolset: str = "own"
-
-    def schema(self) -> dict[str, Any]:
-        return {"type": "function", "function": {"name": self.name, "strict": True}}
 
 
 def test_any_tool_like_object_is_kept_as_it_is() -> None:
